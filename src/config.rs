@@ -1,0 +1,89 @@
+//! The fleet's configuration: Kubernetes manifests on disk → a validated, compiled [`Snapshot`].
+//!
+//! `load` reads files and directories into objects, `defaults` applies the API server's v1
+//! defaults (in one place), `validate` checks what the API server would refuse to store,
+//! `compile` turns the result into the immutable [`Snapshot`] every review reads, and `reload`
+//! watches the paths and swaps a new snapshot in atomically, keeping the last good one on error.
+
+pub mod compile;
+pub mod defaults;
+pub mod load;
+pub mod manifest;
+pub mod reload;
+pub mod validate;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use compile::{LiveSnapshot, Snapshot};
+
+/// How serious a configuration problem is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Stored by the API server only for legacy objects: loaded, and reported.
+    Warning,
+    /// Refused by the API server: the configuration does not load.
+    Error,
+}
+
+/// One problem in the configuration, naming where it is: file, object, webhook, field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub severity: Severity,
+    pub file: PathBuf,
+    /// `Kind "name"` of the object, when the problem is inside one.
+    pub object: Option<String>,
+    /// `name` of the webhook, when the problem is inside one.
+    pub webhook: Option<String>,
+    /// Field path in the object, e.g. `webhooks[0].timeoutSeconds`.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, "{level}: {}", self.file.display())?;
+        if let Some(object) = &self.object {
+            write!(f, ": {object}")?;
+        }
+        if let Some(webhook) = &self.webhook {
+            write!(f, ": webhook {webhook:?}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What validation found in one object, before the caller adds the file and object names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    /// `name` of the webhook the finding is about, if any.
+    pub webhook: Option<String>,
+    /// Field path from the object's root, e.g. `webhooks[0].rules[1].operations[0]`.
+    pub field: String,
+    /// API-server style text, e.g. `Unsupported value: "Sometimes": supported values: "Fail", "Ignore"`.
+    pub message: String,
+}
+
+/// A configuration that did not load: every problem found (warnings included, for context).
+#[derive(Debug, thiserror::Error)]
+#[error("configuration refused with {} error(s)", self.errors())]
+pub struct ConfigError {
+    pub problems: Vec<Problem>,
+}
+
+impl ConfigError {
+    pub fn errors(&self) -> usize {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .count()
+    }
+}

@@ -1,0 +1,627 @@
+//! Validated manifests → the immutable [`Snapshot`] every review reads.
+//!
+//! Compiling does once what a review would otherwise redo: webhooks sorted into the API
+//! server's order (configuration name, then list order), selectors parsed, one pooled HTTPS
+//! client per distinct client configuration, and an index from (group, resource) to the
+//! webhooks whose rules can match, so matching a review never scans the whole fleet.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use base64::Engine as _;
+
+use super::load::{self, Objects};
+use super::manifest::{WebhookConfiguration, WebhookKind};
+use super::{defaults, validate, ConfigError, Problem, Severity};
+use crate::review::{Operation, ReviewVersion};
+use crate::selector::{Labels, Selector};
+use crate::upstream::{Client, Clients};
+
+/// Annotation on a configuration object choosing how its webhooks are run.
+pub const MODE_ANNOTATION: &str = "admission-gateway/mode";
+/// DNS suffix of `clientConfig.service` references: `NAME.NAMESPACE.svc`.
+pub const SERVICE_DNS_SUFFIX: &str = "svc";
+
+/// The whole compiled fleet. Immutable: a reload builds a new one and swaps it in.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Counts successful loads, starting at 1.
+    pub generation: u64,
+    /// Every mutating webhook in call order; a webhook's position is its audit `index`.
+    pub mutating: Vec<Arc<Hook>>,
+    /// Every validating webhook in configuration order.
+    pub validating: Vec<Arc<Hook>>,
+    mutating_index: RuleIndex,
+    validating_index: RuleIndex,
+    /// Labels of the configured `Namespace` objects, by name.
+    pub namespaces: HashMap<String, Labels>,
+    /// Warnings found while loading (legacy values).
+    pub warnings: Vec<Problem>,
+    /// Fingerprint of the files this was built from.
+    pub fingerprint: u64,
+}
+
+/// The live snapshot: the only shared mutable state. One load per review.
+pub type LiveSnapshot = ArcSwap<Snapshot>;
+
+/// One downstream webhook, compiled.
+#[derive(Debug)]
+pub struct Hook {
+    /// `<configuration>/<webhook>/<n>`, `n` counting earlier same-named webhooks of the
+    /// configuration (dispatch-semantics §2.3); reinvocation bookkeeping keys on it.
+    pub id: String,
+    pub configuration: String,
+    pub name: String,
+    pub kind: WebhookKind,
+    /// Position in the flat list of its kind.
+    pub position: usize,
+    pub rules: Vec<Rule>,
+    /// `None` is a null selector, which matches nothing (§1.2); defaulting makes it `{}`.
+    pub namespace_selector: Option<Selector>,
+    pub object_selector: Option<Selector>,
+    pub failure_policy: FailurePolicy,
+    pub side_effects: SideEffects,
+    pub timeout: Option<Duration>,
+    /// First of `admissionReviewVersions` the gateway speaks; `None`: the call fails (§6.1).
+    pub review_version: Option<ReviewVersion>,
+    pub reinvocation: ReinvocationPolicy,
+    /// Where to POST, without the `timeout` query.
+    pub url: String,
+    /// The pooled client for this webhook's client configuration, or why there is none.
+    pub client: Result<Client, String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    Fail,
+    Ignore,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SideEffects {
+    None,
+    NoneOnDryRun,
+    /// `Unknown` or `Some`: dry-run requests are refused (§5.1).
+    Some,
+    /// Not set at all: dry-run calls fail with a call error (§5.1).
+    Unset,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReinvocationPolicy {
+    Never,
+    IfNeeded,
+}
+
+/// One compiled entry of `rules[]`.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    operations: Vec<String>,
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    /// Each `resources` entry split at its first `/`: (resource, subresource).
+    resources: Vec<(String, String)>,
+    scope: Scope,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Any,
+    Cluster,
+    Namespaced,
+}
+
+/// What rule matching looks at in a request.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleRequest<'a> {
+    pub operation: Operation,
+    pub group: &'a str,
+    pub version: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+}
+
+impl Rule {
+    fn compile(rule: &super::manifest::RuleWithOperations) -> Self {
+        let resources = rule
+            .resources
+            .iter()
+            .map(|entry| match entry.split_once('/') {
+                Some((resource, subresource)) => (resource.to_owned(), subresource.to_owned()),
+                None => (entry.clone(), String::new()),
+            })
+            .collect();
+        let scope = match rule.scope.as_deref() {
+            Some("Cluster") => Scope::Cluster,
+            Some("Namespaced") => Scope::Namespaced,
+            _ => Scope::Any,
+        };
+        Self {
+            operations: rule.operations.clone(),
+            api_groups: rule.api_groups.clone(),
+            api_versions: rule.api_versions.clone(),
+            resources,
+            scope,
+        }
+    }
+
+    /// dispatch-semantics §4.1.
+    pub fn matches(&self, request: &RuleRequest<'_>) -> bool {
+        let listed =
+            |values: &[String], wanted: &str| values.iter().any(|v| v == "*" || v == wanted);
+        self.scope_matches(request)
+            && listed(&self.operations, request.operation.as_str())
+            && listed(&self.api_groups, request.group)
+            && listed(&self.api_versions, request.version)
+            && self.resources.iter().any(|(resource, subresource)| {
+                (resource == "*" || resource == request.resource)
+                    && (subresource == "*" || subresource == request.subresource)
+            })
+    }
+
+    fn scope_matches(&self, request: &RuleRequest<'_>) -> bool {
+        // A Namespace (and its subresources) is cluster-scoped even when the API server sets
+        // the request namespace to its own name.
+        let is_namespace =
+            request.group.is_empty() && request.version == "v1" && request.resource == "namespaces";
+        match self.scope {
+            Scope::Any => true,
+            Scope::Namespaced => !request.namespace.is_empty() && !is_namespace,
+            Scope::Cluster => request.namespace.is_empty() || is_namespace,
+        }
+    }
+}
+
+/// group → resource → positions of the webhooks that have a rule for it; `*` is a key too.
+#[derive(Debug, Default)]
+struct RuleIndex {
+    by_group: HashMap<String, HashMap<String, Vec<usize>>>,
+}
+
+impl RuleIndex {
+    fn build(hooks: &[Arc<Hook>]) -> Self {
+        let mut by_group: HashMap<String, HashMap<String, Vec<usize>>> = HashMap::new();
+        for hook in hooks {
+            for rule in &hook.rules {
+                for group in &rule.api_groups {
+                    let by_resource = by_group.entry(group.clone()).or_default();
+                    for (resource, _) in &rule.resources {
+                        let positions = by_resource.entry(resource.clone()).or_default();
+                        if positions.last() != Some(&hook.position) {
+                            positions.push(hook.position);
+                        }
+                    }
+                }
+            }
+        }
+        Self { by_group }
+    }
+
+    /// Positions, ascending, of the webhooks whose rules name this group and resource.
+    fn candidates(&self, group: &str, resource: &str) -> Vec<usize> {
+        let mut found = Vec::new();
+        for group in [group, "*"] {
+            let Some(by_resource) = self.by_group.get(group) else {
+                continue;
+            };
+            for resource in [resource, "*"] {
+                if let Some(positions) = by_resource.get(resource) {
+                    found.extend_from_slice(positions);
+                }
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+}
+
+impl Snapshot {
+    /// The mutating webhooks whose rules may match, in call order.
+    pub fn mutating_candidates(
+        &self,
+        group: &str,
+        resource: &str,
+    ) -> impl Iterator<Item = &Arc<Hook>> {
+        self.mutating_index
+            .candidates(group, resource)
+            .into_iter()
+            .map(|i| &self.mutating[i])
+    }
+
+    /// The validating webhooks whose rules may match, in configuration order.
+    pub fn validating_candidates(
+        &self,
+        group: &str,
+        resource: &str,
+    ) -> impl Iterator<Item = &Arc<Hook>> {
+        self.validating_index
+            .candidates(group, resource)
+            .into_iter()
+            .map(|i| &self.validating[i])
+    }
+
+    /// An empty fleet: every review is allowed unchanged.
+    pub fn empty() -> Self {
+        Self {
+            generation: 0,
+            mutating: Vec::new(),
+            validating: Vec::new(),
+            mutating_index: RuleIndex::default(),
+            validating_index: RuleIndex::default(),
+            namespaces: HashMap::new(),
+            warnings: Vec::new(),
+            fingerprint: 0,
+        }
+    }
+}
+
+/// Reads, defaults, validates and compiles the configuration under `paths`.
+///
+/// Errors refuse the whole configuration; warnings are kept in [`Snapshot::warnings`].
+pub fn load(
+    paths: &[PathBuf],
+    clients: &Clients,
+    generation: u64,
+) -> Result<Snapshot, ConfigError> {
+    let mut problems = Vec::new();
+    let mut objects = load::read_paths(paths, &mut problems);
+    check(&mut objects, &mut problems);
+    if problems.iter().any(|p| p.severity == Severity::Error) {
+        return Err(ConfigError { problems });
+    }
+    Ok(compile(objects, problems, clients, generation))
+}
+
+/// Defaults and validates every object, adding the problems found.
+fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
+    let mut seen: HashMap<(WebhookKind, String), PathBuf> = HashMap::new();
+    for (source, config) in &mut objects.configurations {
+        defaults::apply(config);
+        let object = format!("{} {:?}", config.kind.kind_name(), config.metadata.name);
+        let problem = |finding: super::Finding| Problem {
+            severity: finding.severity,
+            file: source.file.clone(),
+            object: Some(object.clone()),
+            webhook: finding.webhook,
+            field: Some(finding.field),
+            message: finding.message,
+        };
+        problems.extend(validate::configuration(config).into_iter().map(problem));
+        problems.extend(gateway_annotations(config).into_iter().map(problem));
+        if let Some(first) = seen.insert(
+            (config.kind, config.metadata.name.clone()),
+            source.file.clone(),
+        ) {
+            problems.push(problem(super::Finding {
+                severity: Severity::Error,
+                webhook: None,
+                field: "metadata.name".into(),
+                message: format!(
+                    "Duplicate value: {:?}: also defined in {}",
+                    config.metadata.name,
+                    first.display()
+                ),
+            }));
+        }
+    }
+    let mut seen_namespaces: HashMap<String, PathBuf> = HashMap::new();
+    for (source, namespace) in &mut objects.namespaces {
+        namespace
+            .labels
+            .entry("kubernetes.io/metadata.name".into())
+            .or_insert_with(|| namespace.name.clone());
+        let object = format!("Namespace {:?}", namespace.name);
+        let mut findings = validate::namespace(namespace);
+        if let Some(first) = seen_namespaces.insert(namespace.name.clone(), source.file.clone()) {
+            findings.push(super::Finding {
+                severity: Severity::Error,
+                webhook: None,
+                field: "metadata.name".into(),
+                message: format!(
+                    "Duplicate value: {:?}: also defined in {}",
+                    namespace.name,
+                    first.display()
+                ),
+            });
+        }
+        problems.extend(findings.into_iter().map(|finding| Problem {
+            severity: finding.severity,
+            file: source.file.clone(),
+            object: Some(object.clone()),
+            webhook: finding.webhook,
+            field: Some(finding.field),
+            message: finding.message,
+        }));
+    }
+}
+
+/// The gateway's own annotations. Shadow and canary modes are not built yet: running such a
+/// webhook as enforced would change decisions, so they are refused rather than ignored.
+fn gateway_annotations(config: &WebhookConfiguration) -> Vec<super::Finding> {
+    let mut findings = Vec::new();
+    if let Some(mode) = config.metadata.annotations.get(MODE_ANNOTATION) {
+        if mode != "enforce" {
+            findings.push(super::Finding {
+                severity: Severity::Error,
+                webhook: None,
+                field: format!("metadata.annotations[{MODE_ANNOTATION}]"),
+                message: format!(
+                    "Unsupported value: {mode:?}: supported values: \"enforce\" (shadow and canary modes are not available in this version)"
+                ),
+            });
+        }
+    }
+    findings
+}
+
+fn compile(
+    objects: Objects,
+    warnings: Vec<Problem>,
+    clients: &Clients,
+    generation: u64,
+) -> Snapshot {
+    let mut configurations: Vec<WebhookConfiguration> =
+        objects.configurations.into_iter().map(|(_, c)| c).collect();
+    // Byte-wise name order, stable (dispatch-semantics §2.1).
+    configurations.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut mutating = Vec::new();
+    let mut validating = Vec::new();
+    for config in &configurations {
+        let list = match config.kind {
+            WebhookKind::Mutating => &mut mutating,
+            WebhookKind::Validating => &mut validating,
+        };
+        let mut same_name: BTreeMap<&str, usize> = BTreeMap::new();
+        for webhook in &config.webhooks {
+            let n = same_name.entry(webhook.name.as_str()).or_default();
+            let id = format!("{}/{}/{}", config.metadata.name, webhook.name, n);
+            *n += 1;
+            let position = list.len();
+            list.push(Arc::new(compile_hook(
+                config, webhook, id, position, clients,
+            )));
+        }
+    }
+    let namespaces = objects
+        .namespaces
+        .into_iter()
+        .map(|(_, ns)| (ns.name, ns.labels))
+        .collect();
+    Snapshot {
+        generation,
+        mutating_index: RuleIndex::build(&mutating),
+        validating_index: RuleIndex::build(&validating),
+        mutating,
+        validating,
+        namespaces,
+        warnings,
+        fingerprint: objects.fingerprint,
+    }
+}
+
+fn compile_hook(
+    config: &WebhookConfiguration,
+    webhook: &super::manifest::Webhook,
+    id: String,
+    position: usize,
+    clients: &Clients,
+) -> Hook {
+    let client_config = &webhook.client_config;
+    let url = match (&client_config.url, &client_config.service) {
+        (Some(url), _) => url.clone(),
+        (None, Some(service)) => format!(
+            "https://{}.{}.{SERVICE_DNS_SUFFIX}:{}{}",
+            service.name,
+            service.namespace,
+            service.port.unwrap_or(defaults::SERVICE_PORT),
+            service.path.as_deref().unwrap_or("")
+        ),
+        (None, None) => String::new(),
+    };
+    let client = if url.is_empty() {
+        Err("webhook configuration must have either service or URL".to_owned())
+    } else {
+        let ca_bundle = client_config
+            .ca_bundle
+            .as_deref()
+            .filter(|b| !b.is_empty())
+            .map(|b| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .unwrap_or_default()
+            });
+        clients.client(ca_bundle.as_deref())
+    };
+    Hook {
+        id,
+        configuration: config.metadata.name.clone(),
+        name: webhook.name.clone(),
+        kind: config.kind,
+        position,
+        rules: webhook.rules.iter().map(Rule::compile).collect(),
+        namespace_selector: webhook.namespace_selector.as_ref().map(Selector::compile),
+        object_selector: webhook.object_selector.as_ref().map(Selector::compile),
+        failure_policy: match webhook.failure_policy.as_deref() {
+            Some("Ignore") => FailurePolicy::Ignore,
+            _ => FailurePolicy::Fail,
+        },
+        side_effects: match webhook.side_effects.as_deref() {
+            Some("None") => SideEffects::None,
+            Some("NoneOnDryRun") => SideEffects::NoneOnDryRun,
+            Some(_) => SideEffects::Some,
+            None => SideEffects::Unset,
+        },
+        timeout: webhook
+            .timeout_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .map(Duration::from_secs),
+        review_version: webhook
+            .admission_review_versions
+            .iter()
+            .flatten()
+            .find_map(|v| ReviewVersion::from_short(v)),
+        reinvocation: match webhook.reinvocation_policy.as_deref() {
+            Some("IfNeeded") => ReinvocationPolicy::IfNeeded,
+            _ => ReinvocationPolicy::Never,
+        },
+        url,
+        client,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(
+        operations: &[&str],
+        groups: &[&str],
+        versions: &[&str],
+        resources: &[&str],
+        scope: &str,
+    ) -> Rule {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Rule::compile(&super::super::manifest::RuleWithOperations {
+            operations: strings(operations),
+            api_groups: strings(groups),
+            api_versions: strings(versions),
+            resources: strings(resources),
+            scope: Some(scope.into()),
+        })
+    }
+
+    fn request<'a>(
+        operation: Operation,
+        gvr: (&'a str, &'a str, &'a str),
+        subresource: &'a str,
+        namespace: &'a str,
+    ) -> RuleRequest<'a> {
+        RuleRequest {
+            operation,
+            group: gvr.0,
+            version: gvr.1,
+            resource: gvr.2,
+            subresource,
+            namespace,
+        }
+    }
+
+    #[test]
+    fn rule_matching_table() {
+        use Operation::*;
+        let pods = ("", "v1", "pods");
+        let deployments = ("apps", "v1", "deployments");
+        let namespaces = ("", "v1", "namespaces");
+        let nodes = ("", "v1", "nodes");
+        let cases = [
+            (
+                rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"),
+                request(Create, pods, "", "ns"),
+                true,
+            ),
+            (
+                rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"),
+                request(Update, pods, "", "ns"),
+                false,
+            ),
+            (
+                rule(&["*"], &[""], &["v1"], &["pods"], "*"),
+                request(Connect, pods, "exec", "ns"),
+                false,
+            ),
+            (
+                rule(&["*"], &[""], &["v1"], &["pods/*"], "*"),
+                request(Connect, pods, "exec", "ns"),
+                true,
+            ),
+            (
+                rule(&["*"], &[""], &["v1"], &["pods/*"], "*"),
+                request(Create, pods, "", "ns"),
+                true,
+            ),
+            (
+                rule(&["*"], &[""], &["v1"], &["pods/status"], "*"),
+                request(Update, pods, "status", "ns"),
+                true,
+            ),
+            (
+                rule(&["*"], &[""], &["v1"], &["pods/status"], "*"),
+                request(Update, pods, "", "ns"),
+                false,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "*"),
+                request(Update, pods, "status", "ns"),
+                false,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*/*"], "*"),
+                request(Update, pods, "status", "ns"),
+                true,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*/scale"], "*"),
+                request(Update, deployments, "scale", "ns"),
+                true,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*/scale"], "*"),
+                request(Update, deployments, "", "ns"),
+                false,
+            ),
+            (
+                rule(&["*"], &["apps"], &["v1beta1"], &["*"], "*"),
+                request(Create, deployments, "", "ns"),
+                false,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
+                request(Create, pods, "", "ns"),
+                true,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
+                request(Create, nodes, "", ""),
+                false,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "Cluster"),
+                request(Create, nodes, "", ""),
+                true,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "Cluster"),
+                request(Create, pods, "", "ns"),
+                false,
+            ),
+            // A namespace counts as cluster-scoped even with its own name as request namespace.
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "Cluster"),
+                request(Delete, namespaces, "", "team"),
+                true,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
+                request(Delete, namespaces, "", "team"),
+                false,
+            ),
+            (
+                rule(&["*"], &["*"], &["*"], &["*/*"], "Cluster"),
+                request(Update, namespaces, "finalize", "team"),
+                true,
+            ),
+        ];
+        for (i, (rule, request, expected)) in cases.iter().enumerate() {
+            assert_eq!(
+                rule.matches(request),
+                *expected,
+                "case {i}: {rule:?} vs {request:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The API server's `admissionregistration.k8s.io/v1` defaults, applied in this one place
+//! (dispatch-semantics §1.1): the dispatcher only ever sees defaulted objects.
+
+use super::manifest::{LabelSelector, WebhookConfiguration, WebhookKind};
+
+/// `failurePolicy` when unset.
+pub const FAILURE_POLICY: &str = "Fail";
+/// `matchPolicy` when unset.
+pub const MATCH_POLICY: &str = "Equivalent";
+/// `timeoutSeconds` when unset.
+pub const TIMEOUT_SECONDS: i64 = 10;
+/// `reinvocationPolicy` of a mutating webhook when unset.
+pub const REINVOCATION_POLICY: &str = "Never";
+/// A rule's `scope` when unset.
+pub const SCOPE: &str = "*";
+/// `clientConfig.service.port` when unset.
+pub const SERVICE_PORT: i64 = 443;
+
+/// Fills every unset field that v1 defaults. `sideEffects` and `admissionReviewVersions` have
+/// no default in v1 and stay unset (validation then requires them).
+pub fn apply(config: &mut WebhookConfiguration) {
+    for hook in &mut config.webhooks {
+        hook.failure_policy
+            .get_or_insert_with(|| FAILURE_POLICY.into());
+        hook.match_policy.get_or_insert_with(|| MATCH_POLICY.into());
+        hook.namespace_selector
+            .get_or_insert_with(LabelSelector::default);
+        hook.object_selector
+            .get_or_insert_with(LabelSelector::default);
+        hook.timeout_seconds.get_or_insert(TIMEOUT_SECONDS);
+        if config.kind == WebhookKind::Mutating {
+            hook.reinvocation_policy
+                .get_or_insert_with(|| REINVOCATION_POLICY.into());
+        }
+        for rule in &mut hook.rules {
+            rule.scope.get_or_insert_with(|| SCOPE.into());
+        }
+        if let Some(service) = &mut hook.client_config.service {
+            service.port.get_or_insert(SERVICE_PORT);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::manifest::{ObjectMeta, RuleWithOperations, ServiceReference, Webhook};
+
+    fn bare(kind: WebhookKind) -> WebhookConfiguration {
+        let hook: Webhook = serde_json::from_value(serde_json::json!({
+            "name": "a.example.com",
+            "clientConfig": {"service": {"namespace": "ns", "name": "svc"}},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+        }))
+        .unwrap();
+        WebhookConfiguration {
+            kind,
+            metadata: ObjectMeta::default(),
+            webhooks: vec![hook],
+        }
+    }
+
+    #[test]
+    fn unset_fields_get_the_v1_defaults() {
+        let mut config = bare(WebhookKind::Mutating);
+        apply(&mut config);
+        let hook = &config.webhooks[0];
+        assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+        assert_eq!(hook.match_policy.as_deref(), Some("Equivalent"));
+        assert_eq!(hook.namespace_selector, Some(LabelSelector::default()));
+        assert_eq!(hook.object_selector, Some(LabelSelector::default()));
+        assert_eq!(hook.timeout_seconds, Some(10));
+        assert_eq!(hook.reinvocation_policy.as_deref(), Some("Never"));
+        assert_eq!(hook.rules[0].scope.as_deref(), Some("*"));
+        assert_eq!(
+            hook.client_config.service.as_ref().and_then(|s| s.port),
+            Some(443)
+        );
+        assert_eq!(hook.side_effects, None, "sideEffects has no v1 default");
+        assert_eq!(
+            hook.admission_review_versions, None,
+            "nor has admissionReviewVersions"
+        );
+    }
+
+    #[test]
+    fn set_fields_are_kept_and_validating_hooks_get_no_reinvocation_policy() {
+        let mut config = bare(WebhookKind::Validating);
+        config.webhooks[0].failure_policy = Some("Ignore".into());
+        config.webhooks[0].timeout_seconds = Some(3);
+        config.webhooks[0].rules.push(RuleWithOperations {
+            scope: Some("Namespaced".into()),
+            ..Default::default()
+        });
+        config.webhooks[0].client_config.service = Some(ServiceReference {
+            port: Some(8443),
+            ..Default::default()
+        });
+        apply(&mut config);
+        let hook = &config.webhooks[0];
+        assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
+        assert_eq!(hook.timeout_seconds, Some(3));
+        assert_eq!(hook.reinvocation_policy, None);
+        assert_eq!(hook.rules[1].scope.as_deref(), Some("Namespaced"));
+        assert_eq!(
+            hook.client_config.service.as_ref().and_then(|s| s.port),
+            Some(8443)
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! The `admission-gateway` binary: parse the command line, set up logging, run. No logic.
+
+use clap::Parser as _;
+
+fn main() -> std::process::ExitCode {
+    let cli = admission_gateway::cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    admission_gateway::app::main(cli)
+}

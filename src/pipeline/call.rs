@@ -1,0 +1,123 @@
+//! One webhook call as both dispatchers make it: the dry-run checks (§5), the request in the
+//! webhook's AdmissionReview version with a fresh uid (§6), and its deadline (§7.3).
+
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+
+use super::verdict;
+use crate::config::compile::{Hook, SideEffects};
+use crate::review::decode::IncomingReview;
+use crate::review::{encode, OutgoingRequest, Status, WebhookResponse};
+use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
+
+/// What became of one attempt to call a webhook.
+#[derive(Debug)]
+pub enum Attempt {
+    /// A valid answer (allowed or not).
+    Answered(WebhookResponse),
+    /// No usable answer: judged by `failurePolicy`.
+    CallError(CallError),
+    /// Refused before calling, whatever the `failurePolicy` (dry run with side effects).
+    Refused(Status),
+}
+
+/// An attempt with what the trace shows of it.
+#[derive(Debug)]
+pub struct Called {
+    pub attempt: Attempt,
+    /// The `timeout` query sent, if a request was sent.
+    pub timeout: Option<String>,
+    pub latency: Duration,
+}
+
+/// The request's deadline and the webhook's own timeout, combined (§7.3).
+fn effective_deadline(
+    hook: &Hook,
+    request_deadline: Option<Instant>,
+    now: Instant,
+) -> Option<Instant> {
+    let own = hook.timeout.map(|timeout| now + timeout);
+    match (own, request_deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+pub async fn call(
+    hook: &Hook,
+    review: &IncomingReview,
+    object: Option<&RawValue>,
+    request_deadline: Option<Instant>,
+    mutating: bool,
+) -> Called {
+    let start = Instant::now();
+    let not_sent = |attempt| Called {
+        attempt,
+        timeout: None,
+        latency: Duration::ZERO,
+    };
+    if review.dry_run() {
+        match hook.side_effects {
+            SideEffects::Unset => return not_sent(Attempt::CallError(CallError::SideEffectsNil)),
+            SideEffects::Some => {
+                return not_sent(Attempt::Refused(verdict::dry_run_unsupported(&hook.name)))
+            }
+            SideEffects::None | SideEffects::NoneOnDryRun => {}
+        }
+    }
+    let Some(version) = hook.review_version else {
+        return not_sent(Attempt::CallError(CallError::NoKnownReviewVersion));
+    };
+    let client = match &hook.client {
+        Ok(client) => client,
+        Err(message) => return not_sent(Attempt::CallError(CallError::NoClient(message.clone()))),
+    };
+    let uid = uuid::Uuid::new_v4().to_string();
+    let request = &review.request;
+    let kind = review.kind();
+    let resource = review.resource();
+    let outgoing = OutgoingRequest {
+        uid: &uid,
+        kind,
+        resource,
+        sub_resource: &request.sub_resource,
+        request_kind: request.request_kind.as_ref().unwrap_or(kind),
+        request_resource: request.request_resource.as_ref().unwrap_or(resource),
+        request_sub_resource: request
+            .request_sub_resource
+            .as_deref()
+            .unwrap_or(&request.sub_resource),
+        name: &request.name,
+        namespace: &request.namespace,
+        operation: review.operation(),
+        user_info: review.user_info(),
+        object,
+        old_object: request.old_object.as_deref(),
+        dry_run: review.dry_run(),
+        options: request.options.as_deref(),
+    };
+    let body = encode::request(version, &outgoing);
+    let deadline = effective_deadline(hook, request_deadline, start);
+    let timeout = upstream::timeout_param(
+        deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)),
+    );
+    let sent = Sent {
+        uid: &uid,
+        version,
+        mutating,
+    };
+    let attempt = match client
+        .call(&hook.url, &timeout, body, deadline, &sent)
+        .await
+    {
+        Ok(response) => Attempt::Answered(response),
+        Err(error) => Attempt::CallError(error),
+    };
+    Called {
+        attempt,
+        timeout: Some(timeout),
+        latency: start.elapsed(),
+    }
+}

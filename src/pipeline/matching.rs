@@ -1,0 +1,154 @@
+//! Stage 1: does a webhook get called for this request? (dispatch-semantics §3, §4)
+//!
+//! Evaluated in the API server's order: namespaceSelector, objectSelector, rules; a selector
+//! error only fails the request when a rule matched (§4.0.5–4.0.6).
+
+use std::fmt;
+
+use super::object::{labels_of, ObjectState};
+use super::verdict;
+use crate::config::compile::{Hook, RuleRequest};
+use crate::config::Snapshot;
+use crate::review::decode::IncomingReview;
+use crate::review::{Operation, Status};
+use crate::selector::Labels;
+
+/// Why a webhook was not called.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// No rule names this operation, resource and scope.
+    Rules,
+    NamespaceSelector,
+    ObjectSelector,
+    /// Round 1 of the mutating chain: not scheduled for reinvocation (§11.4).
+    NotReinvoked,
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Rules => "no rule matches",
+            Self::NamespaceSelector => "namespaceSelector does not match",
+            Self::ObjectSelector => "objectSelector matches neither object nor oldObject",
+            Self::NotReinvoked => "not scheduled for reinvocation",
+        })
+    }
+}
+
+/// Requests no API-registered webhook ever sees (§3.2, §3.3), with the reason.
+pub fn exempt(review: &IncomingReview) -> Option<&'static str> {
+    let kind = review.kind();
+    let resource = review.resource();
+    let admission_kinds = [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+    ];
+    if kind.group == "admissionregistration.k8s.io" && admission_kinds.contains(&kind.kind.as_str())
+    {
+        return Some("admission configuration objects are never sent to webhooks");
+    }
+    let virtual_resource = match resource.group.as_str() {
+        "authentication.k8s.io" => {
+            ["tokenreviews", "selfsubjectreviews"].contains(&resource.resource.as_str())
+        }
+        "authorization.k8s.io" => [
+            "subjectaccessreviews",
+            "localsubjectaccessreviews",
+            "selfsubjectaccessreviews",
+            "selfsubjectrulesreviews",
+        ]
+        .contains(&resource.resource.as_str()),
+        _ => false,
+    };
+    virtual_resource
+        .then_some("virtual authentication/authorization resources are never sent to webhooks")
+}
+
+/// `Ok(None)`: call the webhook; `Ok(Some(skip))`: don't; `Err(status)`: the request fails.
+pub fn should_call(
+    hook: &Hook,
+    review: &IncomingReview,
+    object: &ObjectState<'_>,
+    snapshot: &Snapshot,
+) -> Result<Option<Skip>, Status> {
+    let mut selector_error = None;
+    match namespace_matches(hook, review, object, snapshot) {
+        Ok(true) => {}
+        Ok(false) => return Ok(Some(Skip::NamespaceSelector)),
+        Err(status) => selector_error = Some(status),
+    }
+    if !object_matches(hook, review, object) {
+        return Ok(Some(Skip::ObjectSelector));
+    }
+    let resource = review.resource();
+    let request = RuleRequest {
+        operation: review.operation(),
+        group: &resource.group,
+        version: &resource.version,
+        resource: &resource.resource,
+        subresource: &review.request.sub_resource,
+        namespace: &review.request.namespace,
+    };
+    if !hook.rules.iter().any(|rule| rule.matches(&request)) {
+        return Ok(Some(Skip::Rules));
+    }
+    match selector_error {
+        Some(status) => Err(status),
+        None => Ok(None),
+    }
+}
+
+/// §4.3. `Err` is the 404 for a namespace the gateway does not know.
+fn namespace_matches(
+    hook: &Hook,
+    review: &IncomingReview,
+    object: &ObjectState<'_>,
+    snapshot: &Snapshot,
+) -> Result<bool, Status> {
+    let resource = &review.resource().resource;
+    let namespace = &review.request.namespace;
+    // Cluster-scoped objects other than namespaces are never excluded.
+    if namespace.is_empty() && resource != "namespaces" {
+        return Ok(true);
+    }
+    let Some(selector) = &hook.namespace_selector else {
+        return Ok(false);
+    };
+    if selector.is_empty() {
+        return Ok(true);
+    }
+    let own_labels;
+    let labels: &Labels = if resource == "namespaces"
+        && review.request.sub_resource.is_empty()
+        && matches!(review.operation(), Operation::Create | Operation::Update)
+    {
+        // Creating or updating a namespace: its labels as the request (and earlier patches) set them.
+        own_labels = object.labels().unwrap_or_default();
+        &own_labels
+    } else {
+        match snapshot.namespaces.get(namespace) {
+            Some(labels) => labels,
+            None => return Err(verdict::namespace_not_found(namespace)),
+        }
+    };
+    Ok(selector.matches(labels))
+}
+
+/// §4.4: the selector must match the labels of the current object or of the old object.
+fn object_matches(hook: &Hook, review: &IncomingReview, object: &ObjectState<'_>) -> bool {
+    let Some(selector) = &hook.object_selector else {
+        return false;
+    };
+    if selector.is_empty() {
+        return true;
+    }
+    let old = || labels_of(None, review.request.old_object.as_deref());
+    object
+        .labels()
+        .is_some_and(|labels| selector.matches(&labels))
+        || old().is_some_and(|labels| selector.matches(&labels))
+}

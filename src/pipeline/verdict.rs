@@ -1,0 +1,204 @@
+//! Every admission `Status` the gateway builds, and the one place a failed webhook call
+//! becomes a decision (dispatch-semantics §9, §17).
+
+use serde_json::json;
+
+use crate::config::compile::{FailurePolicy, Hook};
+use crate::review::Status;
+use crate::upstream::CallError;
+
+/// What a webhook call amounted to, once judged.
+#[derive(Debug)]
+pub enum Judgement {
+    /// Allowed (possibly after failing open); the chain goes on.
+    Continue,
+    /// The call failed under `failurePolicy: Ignore`: allowed, with the failed-open annotation.
+    FailedOpen,
+    /// The request fails with this status.
+    Fail(Status),
+}
+
+/// The only place a call error becomes a decision: `failurePolicy` (§9.1).
+pub fn from_call_error(hook: &Hook, error: &CallError) -> Judgement {
+    match hook.failure_policy {
+        FailurePolicy::Ignore => Judgement::FailedOpen,
+        FailurePolicy::Fail => Judgement::Fail(internal_error(&format!(
+            "failed calling webhook {:?}: {error}",
+            hook.name
+        ))),
+    }
+}
+
+/// `apierrors.NewInternalError`: 500 InternalError.
+pub fn internal_error(message: &str) -> Status {
+    Status {
+        status: Some("Failure".into()),
+        message: Some(format!("Internal error occurred: {message}")),
+        reason: Some("InternalError".into()),
+        details: Some(json!({"causes": [{"message": message}]})),
+        code: Some(500),
+        metadata: None,
+    }
+}
+
+/// A webhook's `allowed: false` (§9.2, `ToStatusErr`): its status kept, code at least 400,
+/// and the message naming the webhook.
+pub fn rejection(hook_name: &str, result: Option<&Status>) -> Status {
+    let mut status = result.cloned().unwrap_or_default();
+    if status.code.is_none_or(|code| code < 400) {
+        status.code = Some(400);
+    }
+    if status
+        .status
+        .as_deref()
+        .is_none_or(|s| s.is_empty() || s == "Success")
+    {
+        status.status = Some("Failure".into());
+    }
+    let denied_by = format!("admission webhook {hook_name:?} denied the request");
+    status.message = Some(
+        match (status.message.as_deref(), status.reason.as_deref()) {
+            (Some(message), _) if !message.is_empty() => format!("{denied_by}: {message}"),
+            (_, Some(reason)) if !reason.is_empty() => format!("{denied_by}: {reason}"),
+            _ => format!("{denied_by} without explanation"),
+        },
+    );
+    status
+}
+
+/// A dry-run request to a webhook with side effects (§5.1): 400, not subject to failurePolicy.
+pub fn dry_run_unsupported(hook_name: &str) -> Status {
+    bad_request(&format!(
+        "admission webhook {hook_name:?} does not support dry run"
+    ))
+}
+
+fn bad_request(message: &str) -> Status {
+    Status {
+        status: Some("Failure".into()),
+        message: Some(message.into()),
+        reason: Some("BadRequest".into()),
+        code: Some(400),
+        ..Status::default()
+    }
+}
+
+/// A namespaceSelector needed the labels of a namespace the gateway does not know (§4.3).
+pub fn namespace_not_found(name: &str) -> Status {
+    Status {
+        status: Some("Failure".into()),
+        message: Some(format!("namespaces {name:?} not found")),
+        reason: Some("NotFound".into()),
+        details: Some(json!({"name": name, "kind": "namespaces"})),
+        code: Some(404),
+        metadata: None,
+    }
+}
+
+/// The caller's deadline passed (§7.4).
+pub fn timeout() -> Status {
+    Status {
+        status: Some("Failure".into()),
+        message: Some("Timeout: request did not complete within requested timeout".into()),
+        reason: Some("Timeout".into()),
+        details: Some(json!({})),
+        code: Some(504),
+        metadata: None,
+    }
+}
+
+/// Several validating webhooks failed the request. The API server returns only the first one
+/// to complete; the gateway keeps the first in configuration order and names every one.
+pub fn several(mut statuses: Vec<Status>) -> Option<Status> {
+    if statuses.len() <= 1 {
+        return statuses.pop();
+    }
+    let messages: Vec<&str> = statuses
+        .iter()
+        .filter_map(|s| s.message.as_deref())
+        .collect();
+    let message = format!("[{}]", messages.join(", "));
+    let mut first = statuses.swap_remove(0);
+    first.message = Some(message);
+    Some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejections_keep_the_webhooks_status_with_the_apiservers_fixes() {
+        let cases = [
+            (
+                None,
+                400,
+                "Failure",
+                "admission webhook \"v.example.com\" denied the request without explanation",
+            ),
+            (
+                Some(Status {
+                    message: Some("no".into()),
+                    code: Some(200),
+                    ..Status::default()
+                }),
+                400,
+                "Failure",
+                "admission webhook \"v.example.com\" denied the request: no",
+            ),
+            (
+                Some(Status {
+                    reason: Some("Quota".into()),
+                    code: Some(429),
+                    status: Some("Success".into()),
+                    ..Status::default()
+                }),
+                429,
+                "Failure",
+                "admission webhook \"v.example.com\" denied the request: Quota",
+            ),
+            (
+                Some(Status {
+                    message: Some("x".into()),
+                    status: Some("Custom".into()),
+                    code: Some(403),
+                    ..Status::default()
+                }),
+                403,
+                "Custom",
+                "admission webhook \"v.example.com\" denied the request: x",
+            ),
+        ];
+        for (result, code, status, message) in cases {
+            let built = rejection("v.example.com", result.as_ref());
+            assert_eq!(built.code, Some(code));
+            assert_eq!(built.status.as_deref(), Some(status));
+            assert_eq!(built.message.as_deref(), Some(message));
+        }
+    }
+
+    #[test]
+    fn internal_errors_carry_the_cause() {
+        let status = internal_error("failed calling webhook \"a.b.c\": boom");
+        assert_eq!(
+            status.message.as_deref(),
+            Some("Internal error occurred: failed calling webhook \"a.b.c\": boom")
+        );
+        assert_eq!(
+            status.details,
+            Some(json!({"causes": [{"message": "failed calling webhook \"a.b.c\": boom"}]}))
+        );
+        assert_eq!(status.code, Some(500));
+    }
+
+    #[test]
+    fn several_failures_are_all_named() {
+        let combined = several(vec![rejection("a.x.y", None), internal_error("z")]).unwrap();
+        assert_eq!(combined.code, Some(400));
+        assert_eq!(
+            combined.message.as_deref(),
+            Some("[admission webhook \"a.x.y\" denied the request without explanation, Internal error occurred: z]")
+        );
+        assert_eq!(several(vec![]), None);
+    }
+}

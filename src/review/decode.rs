@@ -1,0 +1,188 @@
+//! Received AdmissionReview bytes → [`IncomingReview`], or a [`DecodeError`] saying why not
+//! (the server answers those with 400; size is capped before this runs).
+
+use base64::Engine as _;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, ReviewVersion};
+
+/// A decoded review whose request has every field the dispatcher relies on.
+#[derive(Clone, Debug)]
+pub struct IncomingReview {
+    /// The caller's version: the answer is written in it.
+    pub version: ReviewVersion,
+    pub request: AdmissionRequest,
+}
+
+impl IncomingReview {
+    pub fn kind(&self) -> &GroupVersionKind {
+        self.request.kind.as_ref().unwrap_or(&EMPTY_GVK)
+    }
+    pub fn resource(&self) -> &GroupVersionResource {
+        self.request.resource.as_ref().unwrap_or(&EMPTY_GVR)
+    }
+    pub fn operation(&self) -> Operation {
+        self.request.operation.unwrap_or(Operation::Connect)
+    }
+    pub fn dry_run(&self) -> bool {
+        self.request.dry_run.unwrap_or(false)
+    }
+    pub fn user_info(&self) -> &RawValue {
+        self.request.user_info.as_deref().unwrap_or(empty_object())
+    }
+}
+
+static EMPTY_GVK: GroupVersionKind = GroupVersionKind {
+    group: String::new(),
+    version: String::new(),
+    kind: String::new(),
+};
+static EMPTY_GVR: GroupVersionResource = GroupVersionResource {
+    group: String::new(),
+    version: String::new(),
+    resource: String::new(),
+};
+
+fn empty_object() -> &'static RawValue {
+    static EMPTY: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!()))
+}
+
+/// Why a received body is not a usable AdmissionReview. Every variant is the caller's fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("request body is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("request body is not a valid AdmissionReview: {0}")]
+    Invalid(#[source] serde_json::Error),
+    #[error("expected kind AdmissionReview, got {0:?}")]
+    NotAdmissionReview(String),
+    #[error(
+        "unsupported apiVersion {0:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"
+    )]
+    UnknownVersion(String),
+    #[error("AdmissionReview has no request")]
+    MissingRequest,
+    #[error("AdmissionReview request has no {0}")]
+    MissingField(&'static str),
+}
+
+impl DecodeError {
+    /// A bounded label for metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::NotJson(_) => "not_json",
+            Self::Invalid(_) => "invalid",
+            Self::NotAdmissionReview(_) => "not_admission_review",
+            Self::UnknownVersion(_) => "unknown_version",
+            Self::MissingRequest => "missing_request",
+            Self::MissingField(_) => "missing_field",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    request: Option<AdmissionRequest>,
+}
+
+/// Decodes one AdmissionReview. The object stays raw.
+pub fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
+    let envelope: Envelope = serde_json::from_slice(body).map_err(|error| {
+        if error.is_syntax() || error.is_eof() {
+            DecodeError::NotJson(error)
+        } else {
+            DecodeError::Invalid(error)
+        }
+    })?;
+    if envelope.kind != "AdmissionReview" {
+        return Err(DecodeError::NotAdmissionReview(envelope.kind));
+    }
+    let version = ReviewVersion::from_api_version(&envelope.api_version)
+        .ok_or(DecodeError::UnknownVersion(envelope.api_version))?;
+    let request = envelope.request.ok_or(DecodeError::MissingRequest)?;
+    if request.uid.is_empty() {
+        return Err(DecodeError::MissingField("uid"));
+    }
+    if request.kind.is_none() {
+        return Err(DecodeError::MissingField("kind"));
+    }
+    if request.resource.is_none() {
+        return Err(DecodeError::MissingField("resource"));
+    }
+    if request.operation.is_none() {
+        return Err(DecodeError::MissingField("operation"));
+    }
+    Ok(IncomingReview { version, request })
+}
+
+/// Deserializes Go's `[]byte` JSON encoding (standard base64) into bytes.
+pub(crate) fn base64_bytes<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<u8>>, D::Error> {
+    let text: Option<String> = Option::deserialize(deserializer)?;
+    text.map(|text| {
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map_err(|e| serde::de::Error::custom(format!("illegal base64 data: {e}")))
+    })
+    .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POD: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
+        "uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},
+        "resource":{"group":"","version":"v1","resource":"pods"},"namespace":"ns","operation":"CREATE",
+        "userInfo":{"username":"alice"},"object":{"metadata":{"name":"p"}},"oldObject":null,"dryRun":false}}"#;
+
+    #[test]
+    fn a_v1_review_decodes_with_its_object_left_raw() {
+        let review = review(POD.as_bytes()).unwrap();
+        assert_eq!(review.version, ReviewVersion::V1);
+        assert_eq!(review.request.uid, "u1");
+        assert_eq!(review.operation(), Operation::Create);
+        assert_eq!(
+            review.request.object.as_ref().unwrap().get(),
+            r#"{"metadata":{"name":"p"}}"#
+        );
+        assert!(review.request.old_object.is_none());
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let cases: [(&str, &str); 7] = [
+            ("{", "not JSON"),
+            ("[1]", "not a valid AdmissionReview"),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod"}"#,
+                "expected kind AdmissionReview, got \"Pod\"",
+            ),
+            (
+                r#"{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview"}"#,
+                "unsupported apiVersion \"admission.k8s.io/v2\"",
+            ),
+            (
+                r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+                "has no request",
+            ),
+            (
+                r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}"#,
+                "has no uid",
+            ),
+            (&POD.replace("CREATE", "GET"), "unknown variant `GET`"),
+        ];
+        for (body, expected) in cases {
+            let error = review(body.as_bytes()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{body}: {error}");
+        }
+    }
+}

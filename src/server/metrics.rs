@@ -1,0 +1,90 @@
+//! The gateway's metrics, rendered in the Prometheus text format. A minimal registry for now:
+//! reviews, refused requests, configuration generation and reload failures.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::config::Snapshot;
+use crate::pipeline::Stage;
+
+/// Counters shared by the listeners and the reload task. Label values are bounded: stages,
+/// booleans and fixed reason names, never anything from a request.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    reviews: Mutex<BTreeMap<(&'static str, bool), u64>>,
+    bad_requests: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    pub reload_failures: AtomicU64,
+    pub reload_successes: AtomicU64,
+}
+
+impl Metrics {
+    pub fn review(&self, stage: Stage, allowed: bool) {
+        let mut reviews = self.reviews.lock().unwrap_or_else(|p| p.into_inner());
+        *reviews.entry((stage.as_str(), allowed)).or_default() += 1;
+    }
+
+    pub fn bad_request(&self, stage: Stage, reason: &'static str) {
+        let mut bad = self.bad_requests.lock().unwrap_or_else(|p| p.into_inner());
+        *bad.entry((stage.as_str(), reason)).or_default() += 1;
+    }
+
+    pub fn render(&self, snapshot: &Snapshot) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n");
+        out.push_str("# TYPE admission_gateway_reviews_total counter\n");
+        for ((stage, allowed), count) in self
+            .reviews
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(out, "admission_gateway_reviews_total{{stage=\"{stage}\",allowed=\"{allowed}\"}} {count}");
+        }
+        out.push_str("# HELP admission_gateway_bad_requests_total Requests refused before dispatch (4xx), by reason.\n");
+        out.push_str("# TYPE admission_gateway_bad_requests_total counter\n");
+        for ((stage, reason), count) in self
+            .bad_requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(out, "admission_gateway_bad_requests_total{{stage=\"{stage}\",reason=\"{reason}\"}} {count}");
+        }
+        out.push_str("# HELP admission_gateway_config_generation Generation of the configuration being served.\n");
+        out.push_str("# TYPE admission_gateway_config_generation gauge\n");
+        let _ = writeln!(
+            out,
+            "admission_gateway_config_generation {}",
+            snapshot.generation
+        );
+        out.push_str("# HELP admission_gateway_config_webhooks Webhooks in the configuration being served.\n");
+        out.push_str("# TYPE admission_gateway_config_webhooks gauge\n");
+        let _ = writeln!(
+            out,
+            "admission_gateway_config_webhooks{{type=\"mutating\"}} {}",
+            snapshot.mutating.len()
+        );
+        let _ = writeln!(
+            out,
+            "admission_gateway_config_webhooks{{type=\"validating\"}} {}",
+            snapshot.validating.len()
+        );
+        out.push_str(
+            "# HELP admission_gateway_config_reloads_total Configuration reloads, by result.\n",
+        );
+        out.push_str("# TYPE admission_gateway_config_reloads_total counter\n");
+        let _ = writeln!(
+            out,
+            "admission_gateway_config_reloads_total{{result=\"success\"}} {}",
+            self.reload_successes.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "admission_gateway_config_reloads_total{{result=\"failure\"}} {}",
+            self.reload_failures.load(Ordering::Relaxed)
+        );
+        out
+    }
+}

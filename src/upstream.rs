@@ -1,0 +1,433 @@
+//! Calls to downstream webhooks: pooled HTTPS clients, deadlines, and the strict response
+//! checks of kube-apiserver (dispatch-semantics §6–§8).
+//!
+//! A [`Client`] exists once per distinct client configuration (CA bundle) and is shared by
+//! every webhook with that configuration and across configuration reloads, so kept-alive TLS
+//! connections survive both.
+
+pub mod error;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::RootCertStore;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::CertificateDer;
+use tokio::time::Instant;
+
+pub use error::CallError;
+
+use crate::review::{ReviewVersion, WebhookResponse, WebhookReview};
+
+/// The API server's HTTP client gives every webhook call at most this long (§7.3).
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A webhook answer larger than this is refused instead of buffered.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// How long an idle pooled connection is kept.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// TCP connect limit (the request deadline applies as well).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+type HttpsClient =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A pooled HTTPS client for one client configuration. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    http: HttpsClient,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Client")
+    }
+}
+
+/// Every client built so far, by CA bundle (`None`: the system's roots).
+#[derive(Default)]
+pub struct Clients {
+    by_ca_bundle: Mutex<HashMap<Option<Vec<u8>>, Client>>,
+}
+
+impl Clients {
+    /// The client for this CA bundle, built on first use.
+    pub fn client(&self, ca_bundle: Option<&[u8]>) -> Result<Client, String> {
+        let key = ca_bundle.map(<[u8]>::to_vec);
+        let mut cache = self
+            .by_ca_bundle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(client) = cache.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = build_client(ca_bundle)?;
+        cache.insert(key, client.clone());
+        Ok(client)
+    }
+}
+
+fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
+    let roots = match ca_bundle {
+        // A CA bundle replaces the system trust store (§7.1).
+        Some(pem) => {
+            let mut roots = RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
+            }
+            if roots.is_empty() {
+                return Err(
+                    "unable to load root certificates: no certificates found in caBundle".into(),
+                );
+            }
+            Arc::new(roots)
+        }
+        None => system_roots(),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // kube-apiserver forces HTTP/1.1 for webhooks (§7.1).
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .wrap_connector(http);
+    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_timer(TokioTimer::new())
+        .timer(TokioTimer::new())
+        .build(https);
+    Ok(Client { http })
+}
+
+/// The system trust store, read once.
+fn system_roots() -> Arc<RootCertStore> {
+    static ROOTS: OnceLock<Arc<RootCertStore>> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let mut roots = RootCertStore::empty();
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+            Arc::new(roots)
+        })
+        .clone()
+}
+
+/// The `timeout` query value for a call with this much time left: rounded up to whole seconds
+/// and written as Go writes a `time.Duration` (§7.3).
+pub fn timeout_param(remaining: Duration) -> String {
+    let mut seconds = remaining.as_secs();
+    if remaining.subsec_nanos() > 0 {
+        seconds += 1;
+    }
+    let (hours, minutes, seconds) = (seconds / 3600, (seconds / 60) % 60, seconds % 60);
+    if hours > 0 {
+        format!("{hours}h{minutes}m{seconds}s")
+    } else if minutes > 0 {
+        format!("{minutes}m{seconds}s")
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+/// One call's result at the HTTP level.
+struct HttpReply {
+    status: http::StatusCode,
+    content_type: Option<String>,
+    body: Bytes,
+}
+
+impl Client {
+    /// POSTs `body` to `url?timeout=<query>` and checks the answer as the API server does.
+    /// `deadline` is the effective one (webhook timeout and request deadline combined); the
+    /// 30 s client limit applies on top.
+    pub async fn call(
+        &self,
+        url: &str,
+        query: &str,
+        body: Vec<u8>,
+        deadline: Option<Instant>,
+        sent: &Sent<'_>,
+    ) -> Result<WebhookResponse, CallError> {
+        let full_url = format!("{url}?timeout={query}");
+        let hard_deadline = Instant::now() + CLIENT_TIMEOUT;
+        let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
+        let reply = tokio::time::timeout_at(deadline, self.post(&full_url, body))
+            .await
+            .map_err(|_| CallError::Timeout {
+                url: full_url.clone(),
+            })??;
+        check_reply(reply, sent)
+    }
+
+    async fn post(&self, url: &str, body: Vec<u8>) -> Result<HttpReply, CallError> {
+        let transport = |message: String| CallError::Transport {
+            url: url.to_owned(),
+            message,
+        };
+        let request = http::Request::post(url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, */*")
+            .header(http::header::USER_AGENT, "kube-apiserver-admission")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| transport(e.to_string()))?;
+        let authority = request
+            .uri()
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let response = self
+            .http
+            .request(request)
+            .await
+            .map_err(|e| transport(error::describe(&e, &authority)))?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+            .collect()
+            .await
+            .map_err(|e| transport(format!("reading the response body: {e}")))?
+            .to_bytes();
+        Ok(HttpReply {
+            status,
+            content_type,
+            body,
+        })
+    }
+}
+
+/// What was sent, for checking the answer against it.
+#[derive(Clone, Copy, Debug)]
+pub struct Sent<'a> {
+    pub uid: &'a str,
+    pub version: ReviewVersion,
+    pub mutating: bool,
+}
+
+/// §8: HTTP status, body decoding, and the response checks of the sent version.
+fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, CallError> {
+    if !(200..=206).contains(&reply.status.as_u16()) {
+        return Err(error::http_status(
+            reply.status,
+            reply.content_type.as_deref(),
+            &reply.body,
+        ));
+    }
+    if reply.body.is_empty() {
+        return Err(CallError::Decode(format!(
+            "0-length response with status code: {} and content type: {}",
+            reply.status.as_u16(),
+            reply.content_type.as_deref().unwrap_or("application/json")
+        )));
+    }
+    let review: WebhookReview = serde_json::from_slice(&reply.body).map_err(|e| {
+        CallError::Decode(format!("couldn't get version/kind; json parse error: {e}"))
+    })?;
+    let received = (
+        review.api_version.as_deref().unwrap_or(""),
+        review.kind.as_deref().unwrap_or(""),
+    );
+    // A declared type must be a known one, and the one that was sent (§8.2).
+    if !received.0.is_empty() || !received.1.is_empty() {
+        let known =
+            ReviewVersion::from_api_version(received.0).filter(|_| received.1 == "AdmissionReview");
+        match known {
+            None => {
+                return Err(CallError::Decode(format!(
+                    "no kind {:?} is registered for version {:?}",
+                    received.1, received.0
+                )))
+            }
+            Some(version) if version != sent.version => {
+                let go_type = |v: ReviewVersion| match v {
+                    ReviewVersion::V1 => "v1.AdmissionReview",
+                    ReviewVersion::V1beta1 => "v1beta1.AdmissionReview",
+                };
+                return Err(CallError::Decode(format!(
+                    "converting ({}) to ({}): unknown conversion",
+                    go_type(version),
+                    go_type(sent.version)
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    let invalid = |check: String| Err(CallError::InvalidResponse(check));
+    let Some(mut response) = review.response else {
+        return invalid("webhook response was absent".into());
+    };
+    match sent.version {
+        ReviewVersion::V1 => {
+            if response.uid != sent.uid {
+                return invalid(format!(
+                    "expected response.uid={:?}, got {:?}",
+                    sent.uid, response.uid
+                ));
+            }
+            if received != ("admission.k8s.io/v1", "AdmissionReview") {
+                return invalid(format!(
+                    "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}, Kind={}",
+                    received.0, received.1
+                ));
+            }
+            let has_patch = response.patch.as_ref().is_some_and(|p| !p.is_empty());
+            if sent.mutating {
+                match (has_patch, response.patch_type.as_deref()) {
+                    (true, None) => {
+                        return invalid(
+                            "webhook returned response.patch but not response.patchType".into(),
+                        )
+                    }
+                    (false, Some(_)) => {
+                        return invalid(
+                            "webhook returned response.patchType but not response.patch".into(),
+                        )
+                    }
+                    (true, Some("")) => {
+                        return invalid(
+                            "webhook returned invalid response.patchType of \"\"".into(),
+                        )
+                    }
+                    _ => {}
+                }
+            } else {
+                if has_patch {
+                    return invalid("validating webhook may not return response.patch".into());
+                }
+                if response.patch_type.is_some() {
+                    return invalid("validating webhook may not return response.patchType".into());
+                }
+            }
+        }
+        ReviewVersion::V1beta1 => {
+            // Compatibility mode (§8.4): a mutating patch is always a JSONPatch; validating
+            // webhooks' patch fields are ignored.
+            if sent.mutating {
+                if response.patch.as_ref().is_some_and(|p| !p.is_empty()) {
+                    response.patch_type = Some("JSONPatch".into());
+                }
+            } else {
+                response.patch = None;
+                response.patch_type = None;
+            }
+        }
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_param_rounds_up_and_reads_like_go() {
+        let cases = [
+            (Duration::from_secs(10), "10s"),
+            (Duration::from_millis(7_001), "8s"),
+            (Duration::from_millis(1), "1s"),
+            (Duration::ZERO, "0s"),
+            (Duration::from_secs(60), "1m0s"),
+            (Duration::from_secs(3_725), "1h2m5s"),
+        ];
+        for (remaining, expected) in cases {
+            assert_eq!(timeout_param(remaining), expected, "{remaining:?}");
+        }
+    }
+
+    fn reply(body: &str) -> HttpReply {
+        HttpReply {
+            status: http::StatusCode::OK,
+            content_type: None,
+            body: Bytes::from(body.to_owned()),
+        }
+    }
+
+    #[test]
+    fn response_checks_of_v1_and_v1beta1() {
+        let v1 = Sent {
+            uid: "u",
+            version: ReviewVersion::V1,
+            mutating: true,
+        };
+        let validating = Sent {
+            mutating: false,
+            ..v1
+        };
+        let beta = Sent {
+            version: ReviewVersion::V1beta1,
+            ..v1
+        };
+        let head = r#""apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview""#;
+        let cases: Vec<(Sent<'_>, String, &str)> = vec![
+            (v1, format!("{{{head}}}"), "received invalid webhook response: webhook response was absent"),
+            (v1, format!(r#"{{{head},"response":{{"uid":"x"}}}}"#), r#"expected response.uid="u", got "x""#),
+            (
+                v1,
+                r#"{"response":{"uid":"u","allowed":true}}"#.into(),
+                "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind=",
+            ),
+            (
+                v1,
+                format!(r#"{{{head},"response":{{"uid":"u","allowed":true,"patch":"W10="}}}}"#),
+                "webhook returned response.patch but not response.patchType",
+            ),
+            (
+                v1,
+                format!(r#"{{{head},"response":{{"uid":"u","allowed":true,"patchType":"JSONPatch"}}}}"#),
+                "webhook returned response.patchType but not response.patch",
+            ),
+            (
+                v1,
+                format!(r#"{{{head},"response":{{"uid":"u","allowed":true,"patch":"W10=","patchType":""}}}}"#),
+                "webhook returned invalid response.patchType of \"\"",
+            ),
+            (
+                validating,
+                format!(r#"{{{head},"response":{{"uid":"u","allowed":true,"patchType":""}}}}"#),
+                "validating webhook may not return response.patchType",
+            ),
+            (
+                validating,
+                format!(r#"{{{head},"response":{{"uid":"u","allowed":true,"patch":"W10="}}}}"#),
+                "validating webhook may not return response.patch",
+            ),
+            (
+                v1,
+                r#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u"}}"#.into(),
+                "converting (v1beta1.AdmissionReview) to (v1.AdmissionReview): unknown conversion",
+            ),
+            (beta, r#"{"kind":"AdmissionReview"}"#.into(), "webhook response was absent"),
+        ];
+        for (sent, body, expected) in cases {
+            let error = check_reply(reply(&body), &sent).unwrap_err().to_string();
+            assert!(error.contains(expected), "{body}: {error}");
+        }
+        // v1beta1 checks neither uid nor type, and treats any patch as a JSONPatch.
+        let ok = check_reply(
+            reply(r#"{"response":{"uid":"other","allowed":true,"patch":"W10="}}"#),
+            &beta,
+        )
+        .unwrap();
+        assert_eq!(ok.patch_type.as_deref(), Some("JSONPatch"));
+    }
+}

@@ -247,16 +247,16 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
         review.api_version.as_deref().unwrap_or(""),
         review.kind.as_deref().unwrap_or(""),
     );
-    // A declared type must be a known one, and the one that was sent (§8.2).
+    // A declared type must be a known one, and the one that was sent (§8.2); a missing
+    // apiVersion or kind is filled in from the type sent.
     if !received.0.is_empty() || !received.1.is_empty() {
-        let known =
-            ReviewVersion::from_api_version(received.0).filter(|_| received.1 == "AdmissionReview");
-        match known {
+        let api_version = if received.0.is_empty() { sent.version.api_version() } else { received.0 };
+        let kind = if received.1.is_empty() { "AdmissionReview" } else { received.1 };
+        match ReviewVersion::from_api_version(api_version).filter(|_| kind == "AdmissionReview") {
             None => {
                 return Err(CallError::Decode(format!(
-                    "no kind {:?} is registered for version {:?}",
-                    received.1, received.0
-                )))
+                    "no kind {kind:?} is registered for version {api_version:?}"
+                )));
             }
             Some(version) if version != sent.version => {
                 let go_type = |v: ReviewVersion| match v {
@@ -285,9 +285,11 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
                 ));
             }
             if received != ("admission.k8s.io/v1", "AdmissionReview") {
+                // Go's GroupVersionKind.String(): `group/version, Kind=kind`.
+                let (group, version) = received.0.split_once('/').unwrap_or(("", received.0));
                 return invalid(format!(
-                    "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}, Kind={}",
-                    received.0, received.1
+                    "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {group}/{version}, Kind={}",
+                    received.1
                 ));
             }
             let has_patch = response.patch.as_ref().is_some_and(|p| !p.is_empty());

@@ -194,7 +194,8 @@ mod tests {
         assert!(object.raw().unwrap().get().contains(r#""b":"2""#));
         let combined: Value = serde_json::from_slice(&object.combined_patch().unwrap()).unwrap();
         let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
-        json_patch::patch(&mut replayed, &serde_json::from_value(combined).unwrap()).unwrap();
+        let combined: json_patch::Patch = serde_json::from_value(combined).unwrap();
+        json_patch::patch(&mut replayed, &combined).unwrap();
         assert_eq!(&replayed, object.tree().unwrap());
     }
 

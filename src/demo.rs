@@ -1,4 +1,213 @@
-//! STUB
-pub async fn run(_args: crate::cli::DemoArgs) -> anyhow::Result<()> {
+//! `admission-gateway demo`: a small example fleet (the manifests in `config/demo/fleet.yaml`,
+//! the webhooks below) on loopback with a generated CA, the gateway in front of it, and the
+//! sample reviews of `tests/fixtures/reviews/` sent through it with their traces printed.
+//!
+//! The fleet: `audit-stamp` (mutating, IfNeeded: annotates pods that carry a team label),
+//! `team-label` (mutating: adds the team label in `env: prod` namespaces), `no-privileged`
+//! (validating: denies privileged containers) and `slow` (validating, answers after 2 s with a
+//! 1 s timeout and failurePolicy Ignore: fails open).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::app::{self, ServeOptions};
+use crate::certs::Ca;
+use crate::cli::DemoArgs;
+use crate::review::decode;
+use crate::upstream::Clients;
+
+/// The fleet's manifests, with `${FLEET_URL}` and `${CA_BUNDLE}` to fill in.
+const FLEET: &str = include_str!("../config/demo/fleet.yaml");
+/// The reviews the demo sends, as the API server would send them.
+const SAMPLES: [(&str, &str); 4] = [
+    ("pod-create.json", include_str!("../tests/fixtures/reviews/pod-create.json")),
+    ("pod-create-privileged.json", include_str!("../tests/fixtures/reviews/pod-create-privileged.json")),
+    ("secret-create.json", include_str!("../tests/fixtures/reviews/secret-create.json")),
+    ("pod-create-dry-run.json", include_str!("../tests/fixtures/reviews/pod-create-dry-run.json")),
+];
+/// How long the `slow` webhook takes (its timeoutSeconds is 1).
+const SLOW_WEBHOOK_DELAY: Duration = Duration::from_secs(2);
+
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let ca = Ca::new("admission-gateway demo CA")?;
+    let leaf = ca.issue(&["127.0.0.1", "localhost"])?;
+    let directory = std::env::temp_dir().join(format!("admission-gateway-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).with_context(|| format!("creating {}", directory.display()))?;
+    let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
+        let path = directory.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    let cert = write("tls.crt", &leaf.cert_pem)?;
+    let key = write("tls.key", &leaf.key_pem)?;
+    write("ca.crt", &ca.cert_pem)?;
+
+    let fleet_address = start_fleet(&leaf.cert_pem, &leaf.key_pem).await?;
+    let fleet = FLEET
+        .replace("${FLEET_URL}", &format!("https://{fleet_address}"))
+        .replace("${CA_BUNDLE}", &ca.ca_bundle());
+    let config = write("fleet.yaml", &fleet)?;
+
+    let (traces, mut traced) = mpsc::unbounded_channel();
+    let running = app::start(ServeOptions {
+        paths: vec![config.clone()],
+        listen: args.listen,
+        metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        tls: Some((cert, key)),
+        traces: Some(traces),
+    })
+    .await?;
+    println!("admission-gateway demo");
+    println!("  fleet:   https://{fleet_address} (4 webhooks, config {})", config.display());
+    println!("  gateway: https://{} (CA {})", running.address, directory.join("ca.crt").display());
+    println!("  metrics: http://{}/metrics\n", running.metrics_address);
+
+    let client = Clients::default()
+        .client(Some(ca.cert_pem.as_bytes()))
+        .map_err(anyhow::Error::msg)?;
+    for (name, sample) in SAMPLES {
+        let url = format!("https://{}/admit?timeout=10s", running.address);
+        let (status, _) = client
+            .post_json(&url, sample.as_bytes().to_vec())
+            .await
+            .map_err(anyhow::Error::msg)?;
+        println!("POST /admit {name} → HTTP {status}");
+        if let Some(traced) = traced.recv().await {
+            let version = decode::review(sample.as_bytes())?.version;
+            println!("{}", app::render_review(traced.stage, &traced.uid, version, &traced.outcome));
+        }
+    }
+    if args.once {
+        running.shutdown().await;
+        return Ok(());
+    }
+    println!("Serving until Ctrl-C. Try:");
+    println!(
+        "  curl --cacert {} -H 'Content-Type: application/json' --data @tests/fixtures/reviews/pod-update.json https://{}/admit",
+        directory.join("ca.crt").display(),
+        running.address
+    );
+    loop {
+        tokio::select! {
+            Some(traced) = traced.recv() => {
+                println!("{}", app::render_review(traced.stage, &traced.uid, crate::review::ReviewVersion::V1, &traced.outcome));
+            }
+            () = app::shutdown_signal() => break,
+        }
+    }
+    running.shutdown().await;
     Ok(())
+}
+
+/// Starts the demo webhooks on one HTTPS listener on loopback.
+async fn start_fleet(cert_pem: &str, key_pem: &str) -> anyhow::Result<SocketAddr> {
+    use rustls_pki_types::pem::PemObject as _;
+    let chain = rustls_pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?;
+    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(stream).await else { return };
+                let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
+                    let path = request.uri().path().to_owned();
+                    let body = Limited::new(request.into_body(), 4 * 1024 * 1024).collect().await;
+                    let review: Value = body
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b.to_bytes()).ok())
+                        .unwrap_or(Value::Null);
+                    let answer = answer(&path, &review).await;
+                    Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(answer.to_string()))))
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(address)
+}
+
+/// One demo webhook's answer to a review.
+async fn answer(path: &str, review: &Value) -> Value {
+    let request = &review["request"];
+    let object = &request["object"];
+    let labels = &object["metadata"]["labels"];
+    let mut response = json!({"uid": request["uid"], "allowed": true});
+    match path {
+        "/audit-stamp" => {
+            let stamped = object["metadata"]["annotations"]["demo.example.com/audited"].is_string();
+            if labels["team"].is_string() && !stamped {
+                let patch = if object["metadata"]["annotations"].is_object() {
+                    json!([{"op": "add", "path": "/metadata/annotations/demo.example.com~1audited", "value": "true"}])
+                } else {
+                    json!([{"op": "add", "path": "/metadata/annotations", "value": {"demo.example.com/audited": "true"}}])
+                };
+                with_patch(&mut response, &patch);
+            }
+        }
+        "/team-label" => {
+            if !labels["team"].is_string() {
+                let patch = if labels.is_object() {
+                    json!([{"op": "add", "path": "/metadata/labels/team", "value": "platform"}])
+                } else {
+                    json!([{"op": "add", "path": "/metadata/labels", "value": {"team": "platform"}}])
+                };
+                with_patch(&mut response, &patch);
+            }
+            response["auditAnnotations"] = json!({"labelled-by": "team-label"});
+        }
+        "/no-privileged" => {
+            let containers = ["initContainers", "containers"]
+                .iter()
+                .filter_map(|field| object["spec"][field].as_array())
+                .flatten();
+            let mut warnings = Vec::new();
+            for container in containers {
+                let name = container["name"].as_str().unwrap_or("?");
+                if container["securityContext"]["privileged"] == json!(true) {
+                    response["allowed"] = json!(false);
+                    response["status"] = json!({"code": 403, "reason": "Forbidden",
+                        "message": format!("privileged container {name:?} is not allowed")});
+                }
+                if container["resources"]["limits"]["cpu"].is_null() {
+                    warnings.push(format!("container {name:?} has no CPU limit"));
+                }
+            }
+            response["warnings"] = json!(warnings);
+        }
+        "/slow" => tokio::time::sleep(SLOW_WEBHOOK_DELAY).await,
+        _ => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"code": 404, "message": format!("no demo webhook at {path}")});
+        }
+    }
+    let api_version = review["apiVersion"].as_str().unwrap_or("admission.k8s.io/v1");
+    json!({"apiVersion": api_version, "kind": "AdmissionReview", "response": response})
+}
+
+fn with_patch(response: &mut Value, patch: &Value) {
+    response["patchType"] = json!("JSONPatch");
+    response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
 }

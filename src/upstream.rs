@@ -176,6 +176,12 @@ impl Client {
         check_reply(reply, sent)
     }
 
+    /// A plain JSON POST (the demo's client); returns the status and body.
+    pub async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<(u16, Bytes), String> {
+        let reply = self.post(url, body).await.map_err(|e| e.to_string())?;
+        Ok((reply.status.as_u16(), reply.body))
+    }
+
     async fn post(&self, url: &str, body: Vec<u8>) -> Result<HttpReply, CallError> {
         let transport = |message: String| CallError::Transport {
             url: url.to_owned(),

@@ -293,7 +293,13 @@ async fn review(args: ReviewArgs) -> anyhow::Result<()> {
         pipeline::review(&snapshot, &review, args.stage, deadline, Trace::enabled()).await;
     print!(
         "{}",
-        render_review(args.stage, &review.request.uid, review.version, &outcome)
+        render_review(
+            args.stage,
+            &review.request.uid,
+            review.version,
+            &outcome,
+            true
+        )
     );
     Ok(())
 }
@@ -304,6 +310,7 @@ pub fn render_review(
     uid: &str,
     version: crate::review::ReviewVersion,
     outcome: &pipeline::Outcome,
+    full: bool,
 ) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -315,6 +322,14 @@ pub fn render_review(
         "denied"
     };
     let _ = writeln!(out, "== /{} {uid}: {verdict}", stage.as_str());
+    if let Some(status) = &outcome.answer.status {
+        let code = status.code.unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "   {code} {}",
+            status.message.as_deref().unwrap_or_default()
+        );
+    }
     let _ = writeln!(out, "-- trace");
     let _ = write!(out, "{}", outcome.trace);
     if outcome.trace.steps.is_empty() {
@@ -332,6 +347,15 @@ pub fn render_review(
         for (key, value) in &outcome.full_annotations {
             let _ = writeln!(out, "  {key}: {value}");
         }
+    }
+    if !outcome.answer.warnings.is_empty() {
+        let _ = writeln!(out, "-- warnings");
+        for warning in &outcome.answer.warnings {
+            let _ = writeln!(out, "  {warning}");
+        }
+    }
+    if !full {
+        return out;
     }
     if let Some(object) = &outcome.final_object {
         let _ = writeln!(

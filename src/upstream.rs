@@ -92,17 +92,16 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         None => system_roots(),
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    // kube-apiserver forces HTTP/1.1 for webhooks (§7.1).
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    // kube-apiserver forces HTTP/1.1 for webhooks (§7.1); `enable_http1` offers only it by ALPN.
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_only()
@@ -256,8 +255,16 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
     // A declared type must be a known one, and the one that was sent (§8.2); a missing
     // apiVersion or kind is filled in from the type sent.
     if !received.0.is_empty() || !received.1.is_empty() {
-        let api_version = if received.0.is_empty() { sent.version.api_version() } else { received.0 };
-        let kind = if received.1.is_empty() { "AdmissionReview" } else { received.1 };
+        let api_version = if received.0.is_empty() {
+            sent.version.api_version()
+        } else {
+            received.0
+        };
+        let kind = if received.1.is_empty() {
+            "AdmissionReview"
+        } else {
+            received.1
+        };
         match ReviewVersion::from_api_version(api_version).filter(|_| kind == "AdmissionReview") {
             None => {
                 return Err(CallError::Decode(format!(

@@ -206,13 +206,22 @@ mod tests {
     #[test]
     fn long_keys_are_shortened_stably() {
         let fits = "failed-open.mutation.webhook.admission.k8s.io/round_1_index_12";
-        assert_eq!(encode_key(fits), "failed-open.mutation.webhook.admission.k8s.io_round_1_index_12");
+        assert_eq!(
+            encode_key(fits),
+            "failed-open.mutation.webhook.admission.k8s.io_round_1_index_12"
+        );
         let key = "image-policy.platform.example.com/verified-signature-digest-sha256";
         let short = encode_key(key);
         assert_eq!(short.len(), 63, "{short}");
         assert_eq!(short, encode_key(key));
-        assert_ne!(short, encode_key("image-policy.platform.example.com/verified-signature-digest-sha512"));
-        assert!(short.starts_with("image-policy.platform.example.com_verified-"), "{short}");
+        assert_ne!(
+            short,
+            encode_key("image-policy.platform.example.com/verified-signature-digest-sha512")
+        );
+        assert!(
+            short.starts_with("image-policy.platform.example.com_verified-"),
+            "{short}"
+        );
     }
 
     #[test]

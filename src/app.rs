@@ -25,10 +25,7 @@ use crate::upstream::Clients;
 
 /// Runs a command to completion and returns the process exit code.
 pub fn main(cli: Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");
@@ -125,48 +122,19 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     let metrics_address = admin_listener.local_addr()?;
     let (shutdown, stop) = watch::channel(false);
     let servers = vec![
-        tokio::spawn(server::serve(
-            listener,
-            tls,
-            state.clone(),
-            false,
-            stop.clone(),
-        )),
-        tokio::spawn(server::serve(
-            admin_listener,
-            None,
-            state.clone(),
-            true,
-            stop,
-        )),
+        tokio::spawn(server::serve(listener, tls, state.clone(), false, stop.clone())),
+        tokio::spawn(server::serve(admin_listener, None, state.clone(), true, stop)),
     ];
     let reload_metrics = metrics.clone();
-    background.push(tokio::spawn(reload::watch(
-        options.paths,
-        clients,
-        live.clone(),
-        move |result| {
-            match result {
-                Reloaded::Swapped { .. } => reload_metrics
-                    .reload_successes
-                    .fetch_add(1, Ordering::Relaxed),
-                Reloaded::Refused(_) => reload_metrics
-                    .reload_failures
-                    .fetch_add(1, Ordering::Relaxed),
-            };
-        },
-    )));
+    background.push(tokio::spawn(reload::watch(options.paths, clients, live.clone(), move |result| {
+        match result {
+            Reloaded::Swapped { .. } => reload_metrics.reload_successes.fetch_add(1, Ordering::Relaxed),
+            Reloaded::Refused(_) => reload_metrics.reload_failures.fetch_add(1, Ordering::Relaxed),
+        };
+    })));
     state.ready.store(true, Ordering::SeqCst);
     tracing::info!(%address, %metrics_address, tls = options.tls.is_some(), "serving");
-    Ok(Running {
-        address,
-        metrics_address,
-        live,
-        metrics,
-        shutdown,
-        servers,
-        background,
-    })
+    Ok(Running { address, metrics_address, live, metrics, shutdown, servers, background })
 }
 
 async fn load_snapshot(
@@ -212,14 +180,13 @@ pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => {
+                let _ = interrupt.await;
+                return;
+            }
+        };
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}
@@ -253,15 +220,8 @@ fn check(args: &ConfigArgs) -> ExitCode {
             for problem in &error.problems {
                 println!("{problem}");
             }
-            let warnings = error
-                .problems
-                .iter()
-                .filter(|p| p.severity == Severity::Warning)
-                .count();
-            println!(
-                "configuration refused: {} error(s), {warnings} warning(s)",
-                error.errors()
-            );
+            let warnings = error.problems.iter().filter(|p| p.severity == Severity::Warning).count();
+            println!("configuration refused: {} error(s), {warnings} warning(s)", error.errors());
             ExitCode::FAILURE
         }
     }
@@ -273,9 +233,7 @@ async fn review(args: ReviewArgs) -> anyhow::Result<()> {
     let snapshot = load_snapshot(&args.config.paths, &clients, 1).await?;
     let body = if args.file.as_os_str() == "-" {
         let mut body = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut body)
-            .context("reading standard input")?;
+        std::io::stdin().read_to_end(&mut body).context("reading standard input")?;
         body
     } else {
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?
@@ -284,23 +242,12 @@ async fn review(args: ReviewArgs) -> anyhow::Result<()> {
     let deadline = match &args.timeout {
         Some(text) => Some(
             Instant::now()
-                + server::parse_go_duration(text)
-                    .with_context(|| format!("invalid --timeout {text:?}"))?,
+                + server::parse_go_duration(text).with_context(|| format!("invalid --timeout {text:?}"))?,
         ),
         None => None,
     };
-    let outcome =
-        pipeline::review(&snapshot, &review, args.stage, deadline, Trace::enabled()).await;
-    print!(
-        "{}",
-        render_review(
-            args.stage,
-            &review.request.uid,
-            review.version,
-            &outcome,
-            true
-        )
-    );
+    let outcome = pipeline::review(&snapshot, &review, args.stage, deadline, Trace::enabled()).await;
+    print!("{}", render_review(args.stage, &review.request.uid, review.version, &outcome, true));
     Ok(())
 }
 
@@ -316,19 +263,11 @@ pub fn render_review(
     let mut out = String::new();
     let answer: serde_json::Value =
         serde_json::from_slice(&encode::answer(version, uid, &outcome.answer)).unwrap_or_default();
-    let verdict = if outcome.answer.allowed {
-        "allowed"
-    } else {
-        "denied"
-    };
+    let verdict = if outcome.answer.allowed { "allowed" } else { "denied" };
     let _ = writeln!(out, "== /{} {uid}: {verdict}", stage.as_str());
     if let Some(status) = &outcome.answer.status {
         let code = status.code.unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "   {code} {}",
-            status.message.as_deref().unwrap_or_default()
-        );
+        let _ = writeln!(out, "   {code} {}", status.message.as_deref().unwrap_or_default());
     }
     let _ = writeln!(out, "-- trace");
     let _ = write!(out, "{}", outcome.trace);
@@ -336,11 +275,7 @@ pub fn render_review(
         let _ = writeln!(out, "  no webhook matched");
     }
     if let Some(patch) = &outcome.answer.patch {
-        let _ = writeln!(
-            out,
-            "-- combined patch\n  {}",
-            String::from_utf8_lossy(patch)
-        );
+        let _ = writeln!(out, "-- combined patch\n  {}", String::from_utf8_lossy(patch));
     }
     if !outcome.full_annotations.is_empty() {
         let _ = writeln!(out, "-- audit annotations (full keys)");
@@ -358,16 +293,9 @@ pub fn render_review(
         return out;
     }
     if let Some(object) = &outcome.final_object {
-        let _ = writeln!(
-            out,
-            "-- final object\n{}",
-            serde_json::to_string_pretty(object).unwrap_or_default()
-        );
+        let _ =
+            writeln!(out, "-- final object\n{}", serde_json::to_string_pretty(object).unwrap_or_default());
     }
-    let _ = writeln!(
-        out,
-        "-- response\n{}",
-        serde_json::to_string_pretty(&answer).unwrap_or_default()
-    );
+    let _ = writeln!(out, "-- response\n{}", serde_json::to_string_pretty(&answer).unwrap_or_default());
     out
 }

@@ -21,36 +21,21 @@ impl Ca {
     pub fn new(common_name: &str) -> Result<Self, rcgen::Error> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
+        params.distinguished_name.push(DnType::CommonName, common_name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let cert = params.self_signed(&key)?;
-        Ok(Self {
-            issuer: Issuer::new(params, key),
-            cert_pem: cert.pem(),
-        })
+        Ok(Self { issuer: Issuer::new(params, key), cert_pem: cert.pem() })
     }
 
     /// A server certificate for `names` (DNS names or IP addresses, e.g. `127.0.0.1`).
     pub fn issue(&self, names: &[&str]) -> Result<Leaf, rcgen::Error> {
         let key = KeyPair::generate()?;
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
-        params.distinguished_name.push(
-            DnType::CommonName,
-            names.first().copied().unwrap_or("localhost"),
-        );
+        let mut params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+        params.distinguished_name.push(DnType::CommonName, names.first().copied().unwrap_or("localhost"));
         let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        Ok(Leaf { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
     }
 
     /// The CA certificate as a manifest's `caBundle` value.

@@ -43,12 +43,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
     /// PEM certificate (chain) to serve; reloaded when the file changes.
-    #[arg(
-        long,
-        value_name = "PATH",
-        required_unless_present = "insecure_http",
-        requires = "tls_key"
-    )]
+    #[arg(long, value_name = "PATH", required_unless_present = "insecure_http", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of --tls-cert; reloaded when the file changes.
     #[arg(long, value_name = "PATH", requires = "tls_cert")]

@@ -81,9 +81,6 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub fn errors(&self) -> usize {
-        self.problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .count()
+        self.problems.iter().filter(|p| p.severity == Severity::Error).count()
     }
 }

@@ -33,22 +33,10 @@ use crate::upstream::Clients;
 const FLEET: &str = include_str!("../config/demo/fleet.yaml");
 /// The reviews the demo sends, as the API server would send them.
 const SAMPLES: [(&str, &str); 4] = [
-    (
-        "pod-create.json",
-        include_str!("../tests/fixtures/reviews/pod-create.json"),
-    ),
-    (
-        "pod-create-privileged.json",
-        include_str!("../tests/fixtures/reviews/pod-create-privileged.json"),
-    ),
-    (
-        "secret-create.json",
-        include_str!("../tests/fixtures/reviews/secret-create.json"),
-    ),
-    (
-        "pod-create-dry-run.json",
-        include_str!("../tests/fixtures/reviews/pod-create-dry-run.json"),
-    ),
+    ("pod-create.json", include_str!("../tests/fixtures/reviews/pod-create.json")),
+    ("pod-create-privileged.json", include_str!("../tests/fixtures/reviews/pod-create-privileged.json")),
+    ("secret-create.json", include_str!("../tests/fixtures/reviews/secret-create.json")),
+    ("pod-create-dry-run.json", include_str!("../tests/fixtures/reviews/pod-create-dry-run.json")),
 ];
 /// How long the `slow` webhook takes (its timeoutSeconds is 1).
 const SLOW_WEBHOOK_DELAY: Duration = Duration::from_secs(2);
@@ -56,10 +44,8 @@ const SLOW_WEBHOOK_DELAY: Duration = Duration::from_secs(2);
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let ca = Ca::new("admission-gateway demo CA")?;
     let leaf = ca.issue(&["127.0.0.1", "localhost"])?;
-    let directory =
-        std::env::temp_dir().join(format!("admission-gateway-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&directory)
-        .with_context(|| format!("creating {}", directory.display()))?;
+    let directory = std::env::temp_dir().join(format!("admission-gateway-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).with_context(|| format!("creating {}", directory.display()))?;
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
         let path = directory.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -85,33 +71,19 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     })
     .await?;
     println!("admission-gateway demo");
-    println!(
-        "  fleet:   https://{fleet_address} (4 webhooks, config {})",
-        config.display()
-    );
-    println!(
-        "  gateway: https://{} (CA {})",
-        running.address,
-        directory.join("ca.crt").display()
-    );
+    println!("  fleet:   https://{fleet_address} (4 webhooks, config {})", config.display());
+    println!("  gateway: https://{} (CA {})", running.address, directory.join("ca.crt").display());
     println!("  metrics: http://{}/metrics\n", running.metrics_address);
 
-    let client = Clients::default()
-        .client(Some(ca.cert_pem.as_bytes()))
-        .map_err(anyhow::Error::msg)?;
+    let client = Clients::default().client(Some(ca.cert_pem.as_bytes())).map_err(anyhow::Error::msg)?;
     for (name, sample) in SAMPLES {
         let url = format!("https://{}/admit?timeout=10s", running.address);
-        let (status, _) = client
-            .post_json(&url, sample.as_bytes().to_vec())
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let (status, _) =
+            client.post_json(&url, sample.as_bytes().to_vec()).await.map_err(anyhow::Error::msg)?;
         println!("POST /admit {name} → HTTP {status}");
         if let Some(traced) = traced.recv().await {
             let version = decode::review(sample.as_bytes())?.version;
-            println!(
-                "{}",
-                app::render_review(traced.stage, &traced.uid, version, &traced.outcome, false)
-            );
+            println!("{}", app::render_review(traced.stage, &traced.uid, version, &traced.outcome, false));
         }
     }
     if args.once {
@@ -142,12 +114,10 @@ async fn start_fleet(cert_pem: &str, key_pem: &str) -> anyhow::Result<SocketAddr
     let chain = rustls_pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()?;
     let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?;
-    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_no_client_auth()
-    .with_single_cert(chain, key)?;
+    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let address = listener.local_addr()?;
@@ -159,22 +129,16 @@ async fn start_fleet(cert_pem: &str, key_pem: &str) -> anyhow::Result<SocketAddr
                 let Ok(stream) = acceptor.accept(stream).await else {
                     return;
                 };
-                let service = service_fn(
-                    |request: hyper::Request<hyper::body::Incoming>| async move {
-                        let path = request.uri().path().to_owned();
-                        let body = Limited::new(request.into_body(), 4 * 1024 * 1024)
-                            .collect()
-                            .await;
-                        let review: Value = body
-                            .ok()
-                            .and_then(|b| serde_json::from_slice(&b.to_bytes()).ok())
-                            .unwrap_or(Value::Null);
-                        let answer = answer(&path, &review).await;
-                        Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(
-                            answer.to_string(),
-                        ))))
-                    },
-                );
+                let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
+                    let path = request.uri().path().to_owned();
+                    let body = Limited::new(request.into_body(), 4 * 1024 * 1024).collect().await;
+                    let review: Value = body
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b.to_bytes()).ok())
+                        .unwrap_or(Value::Null);
+                    let answer = answer(&path, &review).await;
+                    Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(answer.to_string()))))
+                });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -235,13 +199,10 @@ async fn answer(path: &str, review: &Value) -> Value {
         "/slow" => tokio::time::sleep(SLOW_WEBHOOK_DELAY).await,
         _ => {
             response["allowed"] = json!(false);
-            response["status"] =
-                json!({"code": 404, "message": format!("no demo webhook at {path}")});
+            response["status"] = json!({"code": 404, "message": format!("no demo webhook at {path}")});
         }
     }
-    let api_version = review["apiVersion"]
-        .as_str()
-        .unwrap_or("admission.k8s.io/v1");
+    let api_version = review["apiVersion"].as_str().unwrap_or("admission.k8s.io/v1");
     json!({"apiVersion": api_version, "kind": "AdmissionReview", "response": response})
 }
 

@@ -69,32 +69,12 @@ pub async fn review(
     let mut object = ObjectState::new(review.request.object.as_deref());
     let mut result = Ok(());
     if matches!(stage, Stage::Mutate | Stage::Admit) {
-        result = mutate::run_chain(
-            snapshot,
-            review,
-            &mut object,
-            deadline,
-            &mut records,
-            &mut trace,
-        )
-        .await;
+        result = mutate::run_chain(snapshot, review, &mut object, deadline, &mut records, &mut trace).await;
     }
     if result.is_ok() && matches!(stage, Stage::Validate | Stage::Admit) {
-        result = validate::fan_out(
-            snapshot,
-            review,
-            &mut object,
-            deadline,
-            &mut records,
-            &mut trace,
-        )
-        .await;
+        result = validate::fan_out(snapshot, review, &mut object, deadline, &mut records, &mut trace).await;
     }
-    let final_object = if trace.is_enabled() {
-        object.tree().cloned()
-    } else {
-        None
-    };
+    let final_object = if trace.is_enabled() { object.tree().cloned() } else { None };
     let answer = match result {
         Ok(()) => Answer {
             allowed: true,
@@ -111,10 +91,5 @@ pub async fn review(
             warnings: records.warnings(),
         },
     };
-    Outcome {
-        answer,
-        full_annotations: records.annotations().clone(),
-        trace,
-        final_object,
-    }
+    Outcome { answer, full_annotations: records.annotations().clone(), trace, final_object }
 }

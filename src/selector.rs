@@ -38,27 +38,19 @@ impl Selector {
         let mut requirements: Vec<Requirement> = selector
             .match_labels
             .iter()
-            .map(|(key, value)| Requirement {
-                key: key.clone(),
-                operator: Operator::In(vec![value.clone()]),
-            })
+            .map(|(key, value)| Requirement { key: key.clone(), operator: Operator::In(vec![value.clone()]) })
             .collect();
-        requirements.extend(
-            selector
-                .match_expressions
-                .iter()
-                .map(|expression| Requirement {
-                    key: expression.key.clone(),
-                    operator: match expression.operator.as_str() {
-                        "In" => Operator::In(expression.values.clone()),
-                        "NotIn" => Operator::NotIn(expression.values.clone()),
-                        "Exists" => Operator::Exists,
-                        "DoesNotExist" => Operator::DoesNotExist,
-                        // Refused by validation; if it slips through, match nothing rather than everything.
-                        _ => Operator::In(Vec::new()),
-                    },
-                }),
-        );
+        requirements.extend(selector.match_expressions.iter().map(|expression| Requirement {
+            key: expression.key.clone(),
+            operator: match expression.operator.as_str() {
+                "In" => Operator::In(expression.values.clone()),
+                "NotIn" => Operator::NotIn(expression.values.clone()),
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                // Refused by validation; if it slips through, match nothing rather than everything.
+                _ => Operator::In(Vec::new()),
+            },
+        }));
         Self { requirements }
     }
 
@@ -111,10 +103,7 @@ mod tests {
     }
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -122,16 +111,8 @@ mod tests {
         use serde_json::json;
         let cases = [
             (json!({}), vec![], true),
-            (
-                json!({"matchLabels": {"env": "prod"}}),
-                vec![("env", "prod")],
-                true,
-            ),
-            (
-                json!({"matchLabels": {"env": "prod"}}),
-                vec![("env", "dev")],
-                false,
-            ),
+            (json!({"matchLabels": {"env": "prod"}}), vec![("env", "prod")], true),
+            (json!({"matchLabels": {"env": "prod"}}), vec![("env", "dev")], false),
             (json!({"matchLabels": {"env": "prod"}}), vec![], false),
             (
                 json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]}]}),
@@ -148,16 +129,8 @@ mod tests {
                 vec![("env", "a")],
                 false,
             ),
-            (
-                json!({"matchExpressions": [{"key": "env", "operator": "Exists"}]}),
-                vec![("env", "")],
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}),
-                vec![],
-                true,
-            ),
+            (json!({"matchExpressions": [{"key": "env", "operator": "Exists"}]}), vec![("env", "")], true),
+            (json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}), vec![], true),
             (
                 json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}),
                 vec![("env", "x")],
@@ -171,11 +144,7 @@ mod tests {
         ];
         for (json, pairs, expected) in cases {
             let compiled = selector(json.clone());
-            assert_eq!(
-                compiled.matches(&labels(&pairs)),
-                expected,
-                "{json} on {pairs:?}"
-            );
+            assert_eq!(compiled.matches(&labels(&pairs)), expected, "{json} on {pairs:?}");
         }
     }
 

@@ -68,10 +68,7 @@ pub async fn serve(
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HANDSHAKE_TIMEOUT);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HANDSHAKE_TIMEOUT);
     builder.http2().timer(TokioTimer::new());
     loop {
         let (stream, peer) = tokio::select! {
@@ -99,9 +96,8 @@ pub async fn serve(
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                         Ok(Ok(tls_stream)) => {
-                            let connection = builder
-                                .serve_connection(TokioIo::new(tls_stream), service)
-                                .into_owned();
+                            let connection =
+                                builder.serve_connection(TokioIo::new(tls_stream), service).into_owned();
                             if let Err(error) = watcher.watch(connection).await {
                                 tracing::debug!(%peer, %error, "connection ended with an error");
                             }
@@ -112,9 +108,7 @@ pub async fn serve(
                 });
             }
             None => {
-                let connection = builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .into_owned();
+                let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
                     if let Err(error) = connection.await {
@@ -126,10 +120,7 @@ pub async fn serve(
     }
     state.ready.store(false, Ordering::SeqCst);
     drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
         tracing::warn!("in-flight requests did not finish within {DRAIN_TIMEOUT:?}");
     }
 }
@@ -151,9 +142,7 @@ async fn route(state: &State, request: Request<Incoming>, admin: bool) -> Respon
     };
     match (request.method(), path, stage) {
         (&Method::GET, "/healthz", _) => text(StatusCode::OK, "ok"),
-        (&Method::GET, "/readyz", _) if state.ready.load(Ordering::SeqCst) => {
-            text(StatusCode::OK, "ok")
-        }
+        (&Method::GET, "/readyz", _) if state.ready.load(Ordering::SeqCst) => text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz", _) => text(StatusCode::SERVICE_UNAVAILABLE, "not ready"),
         (&Method::GET, "/metrics", _) if admin => {
             let snapshot = state.live.load();
@@ -165,32 +154,19 @@ async fn route(state: &State, request: Request<Incoming>, admin: bool) -> Respon
             response
         }
         (&Method::POST, _, Some(stage)) if !admin => admission(state, stage, request).await,
-        (_, _, Some(_)) if !admin => text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "use POST with an AdmissionReview body",
-        ),
+        (_, _, Some(_)) if !admin => {
+            text(StatusCode::METHOD_NOT_ALLOWED, "use POST with an AdmissionReview body")
+        }
         _ => text(StatusCode::NOT_FOUND, "not found"),
     }
 }
 
 /// One AdmissionReview: read (capped), decode, dispatch, answer in the caller's version.
-async fn admission(
-    state: &State,
-    stage: Stage,
-    request: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+async fn admission(state: &State, stage: Stage, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let received = Instant::now();
     let deadline = match caller_deadline(request.uri().query(), received) {
         Ok(deadline) => deadline,
-        Err(message) => {
-            return reject(
-                state,
-                stage,
-                StatusCode::BAD_REQUEST,
-                "invalid_timeout",
-                &message,
-            )
-        }
+        Err(message) => return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message),
     };
     let declared = request
         .headers()
@@ -200,35 +176,18 @@ async fn admission(
     if declared.is_some_and(|length| length > MAX_REVIEW_BYTES as u64) {
         return too_large(state, stage);
     }
-    let body = match Limited::new(request.into_body(), MAX_REVIEW_BYTES)
-        .collect()
-        .await
-    {
+    let body = match Limited::new(request.into_body(), MAX_REVIEW_BYTES).collect().await {
         Ok(body) => body.to_bytes(),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-            return too_large(state, stage)
-        }
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => return too_large(state, stage),
         Err(error) => {
             let message = format!("cannot read the request body: {error}");
-            return reject(
-                state,
-                stage,
-                StatusCode::BAD_REQUEST,
-                "unreadable_body",
-                &message,
-            );
+            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message);
         }
     };
     let review = match decode::review(&body) {
         Ok(review) => review,
         Err(error) => {
-            return reject(
-                state,
-                stage,
-                StatusCode::BAD_REQUEST,
-                error.reason(),
-                &error.to_string(),
-            )
+            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string())
         }
     };
     drop(body);
@@ -245,14 +204,8 @@ async fn admission(
         namespace = %request.namespace,
         generation = snapshot.generation,
     );
-    let trace = if state.traces.is_some() {
-        Trace::enabled()
-    } else {
-        Trace::disabled()
-    };
-    let outcome = pipeline::review(&snapshot, &review, stage, deadline, trace)
-        .instrument(span.clone())
-        .await;
+    let trace = if state.traces.is_some() { Trace::enabled() } else { Trace::disabled() };
+    let outcome = pipeline::review(&snapshot, &review, stage, deadline, trace).instrument(span.clone()).await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
     span.in_scope(|| {
@@ -267,34 +220,23 @@ async fn admission(
     state.metrics.review(stage, answer.allowed);
     let body = encode::answer(review.version, &request.uid, answer);
     if let Some(traces) = &state.traces {
-        let _ = traces.send(TracedReview {
-            stage,
-            uid: request.uid.clone(),
-            outcome,
-        });
+        let _ = traces.send(TracedReview { stage, uid: request.uid.clone(), outcome });
     }
     let mut response = Response::new(Full::new(Bytes::from(body)));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
-    );
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     response
 }
 
 /// The caller's `?timeout=` (a Go duration, as the API server writes it) as a deadline.
 fn caller_deadline(query: Option<&str>, received: Instant) -> Result<Option<Instant>, String> {
-    let Some(value) = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|pair| pair.strip_prefix("timeout="))
+    let Some(value) =
+        query.into_iter().flat_map(|q| q.split('&')).find_map(|pair| pair.strip_prefix("timeout="))
     else {
         return Ok(None);
     };
     parse_go_duration(value)
         .map(|timeout| Some(received + timeout))
-        .ok_or_else(|| {
-            format!("invalid timeout query parameter {value:?}: expected a duration such as 10s")
-        })
+        .ok_or_else(|| format!("invalid timeout query parameter {value:?}: expected a duration such as 10s"))
 }
 
 /// Parses Go's `time.Duration` text (`10s`, `1m0s`, `1.5s`, `500ms`); `None` if invalid.
@@ -308,14 +250,10 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
         return None;
     }
     while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         let number: f64 = rest[..number_end].parse().ok()?;
         rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let seconds_per_unit = match &rest[..unit_end] {
             "h" => 3600.0,
             "m" => 60.0,
@@ -333,13 +271,7 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
 
 fn too_large(state: &State, stage: Stage) -> Response<Full<Bytes>> {
     let message = format!("request body is larger than {MAX_REVIEW_BYTES} bytes");
-    reject(
-        state,
-        stage,
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "too_large",
-        &message,
-    )
+    reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message)
 }
 
 fn reject(
@@ -349,12 +281,7 @@ fn reject(
     reason: &'static str,
     message: &str,
 ) -> Response<Full<Bytes>> {
-    tracing::warn!(
-        stage = stage.as_str(),
-        reason,
-        code = code.as_u16(),
-        "bad admission request: {message}"
-    );
+    tracing::warn!(stage = stage.as_str(), reason, code = code.as_u16(), "bad admission request: {message}");
     state.metrics.bad_request(stage, reason);
     text(code, message)
 }
@@ -362,10 +289,9 @@ fn reject(
 fn text(code: StatusCode, body: &str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
     *response.status_mut() = code;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
 
@@ -388,11 +314,7 @@ mod tests {
             ("5d", None),
         ];
         for (text, millis) in cases {
-            assert_eq!(
-                parse_go_duration(text).map(|d| d.as_millis() as u64),
-                millis,
-                "{text}"
-            );
+            assert_eq!(parse_go_duration(text).map(|d| d.as_millis() as u64), millis, "{text}");
         }
     }
 }

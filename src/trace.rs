@@ -19,7 +19,10 @@ pub enum Phase {
 #[serde(tag = "step", rename_all = "camelCase")]
 pub enum Step {
     /// The request is never sent to webhooks.
-    Exempt { phase: Phase, reason: String },
+    Exempt {
+        phase: Phase,
+        reason: String,
+    },
     Skipped {
         phase: Phase,
         configuration: String,
@@ -61,10 +64,7 @@ pub struct Trace {
 
 impl Trace {
     pub fn enabled() -> Self {
-        Self {
-            enabled: true,
-            steps: Vec::new(),
-        }
+        Self { enabled: true, steps: Vec::new() }
     }
 
     pub fn disabled() -> Self {
@@ -96,16 +96,9 @@ impl fmt::Display for Trace {
         for step in &self.steps {
             match step {
                 Step::Exempt { phase, reason } => writeln!(f, "  {phase:?}: exempt: {reason}")?,
-                Step::Skipped {
-                    phase,
-                    configuration,
-                    webhook,
-                    round,
-                    reason,
-                } => writeln!(
-                    f,
-                    "  {phase:?} round {round}: skip {configuration}/{webhook}: {reason}"
-                )?,
+                Step::Skipped { phase, configuration, webhook, round, reason } => {
+                    writeln!(f, "  {phase:?} round {round}: skip {configuration}/{webhook}: {reason}")?
+                }
                 Step::Called {
                     phase,
                     configuration,
@@ -126,16 +119,9 @@ impl fmt::Display for Trace {
                         writeln!(f, "      patch: {patch}")?;
                     }
                 }
-                Step::NotCalled {
-                    phase,
-                    configuration,
-                    webhook,
-                    round,
-                    outcome,
-                } => writeln!(
-                    f,
-                    "  {phase:?} round {round}: not called {configuration}/{webhook}: {outcome}"
-                )?,
+                Step::NotCalled { phase, configuration, webhook, round, outcome } => {
+                    writeln!(f, "  {phase:?} round {round}: not called {configuration}/{webhook}: {outcome}")?
+                }
             }
         }
         Ok(())

@@ -58,10 +58,7 @@ impl Clients {
     /// The client for this CA bundle, built on first use.
     pub fn client(&self, ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         let key = ca_bundle.map(<[u8]>::to_vec);
-        let mut cache = self
-            .by_ca_bundle
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cache = self.by_ca_bundle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(client) = cache.get(&key) {
             return Ok(client.clone());
         }
@@ -78,14 +75,10 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
             let mut roots = RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(pem) {
                 let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
+                roots.add(cert).map_err(|e| format!("unable to load root certificates: {e}"))?;
             }
             if roots.is_empty() {
-                return Err(
-                    "unable to load root certificates: no certificates found in caBundle".into(),
-                );
+                return Err("unable to load root certificates: no certificates found in caBundle".into());
             }
             Arc::new(roots)
         }
@@ -169,9 +162,7 @@ impl Client {
         let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
         let reply = tokio::time::timeout_at(deadline, self.post(&full_url, body))
             .await
-            .map_err(|_| CallError::Timeout {
-                url: full_url.clone(),
-            })??;
+            .map_err(|_| CallError::Timeout { url: full_url.clone() })??;
         check_reply(reply, sent)
     }
 
@@ -182,26 +173,16 @@ impl Client {
     }
 
     async fn post(&self, url: &str, body: Vec<u8>) -> Result<HttpReply, CallError> {
-        let transport = |message: String| CallError::Transport {
-            url: url.to_owned(),
-            message,
-        };
+        let transport = |message: String| CallError::Transport { url: url.to_owned(), message };
         let request = http::Request::post(url)
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
             .header(http::header::USER_AGENT, "kube-apiserver-admission")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| transport(e.to_string()))?;
-        let authority = request
-            .uri()
-            .authority()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let response = self
-            .http
-            .request(request)
-            .await
-            .map_err(|e| transport(error::describe(&e, &authority)))?;
+        let authority = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+        let response =
+            self.http.request(request).await.map_err(|e| transport(error::describe(&e, &authority)))?;
         let status = response.status();
         let content_type = response
             .headers()
@@ -213,11 +194,7 @@ impl Client {
             .await
             .map_err(|e| transport(format!("reading the response body: {e}")))?
             .to_bytes();
-        Ok(HttpReply {
-            status,
-            content_type,
-            body,
-        })
+        Ok(HttpReply { status, content_type, body })
     }
 }
 
@@ -232,11 +209,7 @@ pub struct Sent<'a> {
 /// §8: HTTP status, body decoding, and the response checks of the sent version.
 fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, CallError> {
     if !(200..=206).contains(&reply.status.as_u16()) {
-        return Err(error::http_status(
-            reply.status,
-            reply.content_type.as_deref(),
-            &reply.body,
-        ));
+        return Err(error::http_status(reply.status, reply.content_type.as_deref(), &reply.body));
     }
     if reply.body.is_empty() {
         return Err(CallError::Decode(format!(
@@ -245,26 +218,14 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
             reply.content_type.as_deref().unwrap_or("application/json")
         )));
     }
-    let review: WebhookReview = serde_json::from_slice(&reply.body).map_err(|e| {
-        CallError::Decode(format!("couldn't get version/kind; json parse error: {e}"))
-    })?;
-    let received = (
-        review.api_version.as_deref().unwrap_or(""),
-        review.kind.as_deref().unwrap_or(""),
-    );
+    let review: WebhookReview = serde_json::from_slice(&reply.body)
+        .map_err(|e| CallError::Decode(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let received = (review.api_version.as_deref().unwrap_or(""), review.kind.as_deref().unwrap_or(""));
     // A declared type must be a known one, and the one that was sent (§8.2); a missing
     // apiVersion or kind is filled in from the type sent.
     if !received.0.is_empty() || !received.1.is_empty() {
-        let api_version = if received.0.is_empty() {
-            sent.version.api_version()
-        } else {
-            received.0
-        };
-        let kind = if received.1.is_empty() {
-            "AdmissionReview"
-        } else {
-            received.1
-        };
+        let api_version = if received.0.is_empty() { sent.version.api_version() } else { received.0 };
+        let kind = if received.1.is_empty() { "AdmissionReview" } else { received.1 };
         match ReviewVersion::from_api_version(api_version).filter(|_| kind == "AdmissionReview") {
             None => {
                 return Err(CallError::Decode(format!(
@@ -292,10 +253,7 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
     match sent.version {
         ReviewVersion::V1 => {
             if response.uid != sent.uid {
-                return invalid(format!(
-                    "expected response.uid={:?}, got {:?}",
-                    sent.uid, response.uid
-                ));
+                return invalid(format!("expected response.uid={:?}, got {:?}", sent.uid, response.uid));
             }
             if received != ("admission.k8s.io/v1", "AdmissionReview") {
                 // Go's GroupVersionKind.String(): `group/version, Kind=kind`.
@@ -309,19 +267,13 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
             if sent.mutating {
                 match (has_patch, response.patch_type.as_deref()) {
                     (true, None) => {
-                        return invalid(
-                            "webhook returned response.patch but not response.patchType".into(),
-                        )
+                        return invalid("webhook returned response.patch but not response.patchType".into())
                     }
                     (false, Some(_)) => {
-                        return invalid(
-                            "webhook returned response.patchType but not response.patch".into(),
-                        )
+                        return invalid("webhook returned response.patchType but not response.patch".into())
                     }
                     (true, Some("")) => {
-                        return invalid(
-                            "webhook returned invalid response.patchType of \"\"".into(),
-                        )
+                        return invalid("webhook returned invalid response.patchType of \"\"".into())
                     }
                     _ => {}
                 }
@@ -370,28 +322,14 @@ mod tests {
     }
 
     fn reply(body: &str) -> HttpReply {
-        HttpReply {
-            status: http::StatusCode::OK,
-            content_type: None,
-            body: Bytes::from(body.to_owned()),
-        }
+        HttpReply { status: http::StatusCode::OK, content_type: None, body: Bytes::from(body.to_owned()) }
     }
 
     #[test]
     fn response_checks_of_v1_and_v1beta1() {
-        let v1 = Sent {
-            uid: "u",
-            version: ReviewVersion::V1,
-            mutating: true,
-        };
-        let validating = Sent {
-            mutating: false,
-            ..v1
-        };
-        let beta = Sent {
-            version: ReviewVersion::V1beta1,
-            ..v1
-        };
+        let v1 = Sent { uid: "u", version: ReviewVersion::V1, mutating: true };
+        let validating = Sent { mutating: false, ..v1 };
+        let beta = Sent { version: ReviewVersion::V1beta1, ..v1 };
         let head = r#""apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview""#;
         let cases: Vec<(Sent<'_>, String, &str)> = vec![
             (v1, format!("{{{head}}}"), "received invalid webhook response: webhook response was absent"),
@@ -438,11 +376,8 @@ mod tests {
             assert!(error.contains(expected), "{body}: {error}");
         }
         // v1beta1 checks neither uid nor type, and treats any patch as a JSONPatch.
-        let ok = check_reply(
-            reply(r#"{"response":{"uid":"other","allowed":true,"patch":"W10="}}"#),
-            &beta,
-        )
-        .unwrap();
+        let ok = check_reply(reply(r#"{"response":{"uid":"other","allowed":true,"patch":"W10="}}"#), &beta)
+            .unwrap();
         assert_eq!(ok.patch_type.as_deref(), Some("JSONPatch"));
     }
 }

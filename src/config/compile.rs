@@ -151,8 +151,7 @@ impl Rule {
 
     /// dispatch-semantics §4.1.
     pub fn matches(&self, request: &RuleRequest<'_>) -> bool {
-        let listed =
-            |values: &[String], wanted: &str| values.iter().any(|v| v == "*" || v == wanted);
+        let listed = |values: &[String], wanted: &str| values.iter().any(|v| v == "*" || v == wanted);
         self.scope_matches(request)
             && listed(&self.operations, request.operation.as_str())
             && listed(&self.api_groups, request.group)
@@ -222,27 +221,13 @@ impl RuleIndex {
 
 impl Snapshot {
     /// The mutating webhooks whose rules may match, in call order.
-    pub fn mutating_candidates(
-        &self,
-        group: &str,
-        resource: &str,
-    ) -> impl Iterator<Item = &Arc<Hook>> {
-        self.mutating_index
-            .candidates(group, resource)
-            .into_iter()
-            .map(|i| &self.mutating[i])
+    pub fn mutating_candidates(&self, group: &str, resource: &str) -> impl Iterator<Item = &Arc<Hook>> {
+        self.mutating_index.candidates(group, resource).into_iter().map(|i| &self.mutating[i])
     }
 
     /// The validating webhooks whose rules may match, in configuration order.
-    pub fn validating_candidates(
-        &self,
-        group: &str,
-        resource: &str,
-    ) -> impl Iterator<Item = &Arc<Hook>> {
-        self.validating_index
-            .candidates(group, resource)
-            .into_iter()
-            .map(|i| &self.validating[i])
+    pub fn validating_candidates(&self, group: &str, resource: &str) -> impl Iterator<Item = &Arc<Hook>> {
+        self.validating_index.candidates(group, resource).into_iter().map(|i| &self.validating[i])
     }
 
     /// An empty fleet: every review is allowed unchanged.
@@ -263,11 +248,7 @@ impl Snapshot {
 /// Reads, defaults, validates and compiles the configuration under `paths`.
 ///
 /// Errors refuse the whole configuration; warnings are kept in [`Snapshot::warnings`].
-pub fn load(
-    paths: &[PathBuf],
-    clients: &Clients,
-    generation: u64,
-) -> Result<Snapshot, ConfigError> {
+pub fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Result<Snapshot, ConfigError> {
     let mut problems = Vec::new();
     let mut objects = load::read_paths(paths, &mut problems);
     check(&mut objects, &mut problems);
@@ -293,10 +274,7 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
         };
         problems.extend(validate::configuration(config).into_iter().map(problem));
         problems.extend(gateway_annotations(config).into_iter().map(problem));
-        if let Some(first) = seen.insert(
-            (config.kind, config.metadata.name.clone()),
-            source.file.clone(),
-        ) {
+        if let Some(first) = seen.insert((config.kind, config.metadata.name.clone()), source.file.clone()) {
             problems.push(problem(super::Finding {
                 severity: Severity::Error,
                 webhook: None,
@@ -359,12 +337,7 @@ fn gateway_annotations(config: &WebhookConfiguration) -> Vec<super::Finding> {
     findings
 }
 
-fn compile(
-    objects: Objects,
-    warnings: Vec<Problem>,
-    clients: &Clients,
-    generation: u64,
-) -> Snapshot {
+fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generation: u64) -> Snapshot {
     let mut configurations: Vec<WebhookConfiguration> =
         objects.configurations.into_iter().map(|(_, c)| c).collect();
     // Byte-wise name order, stable (dispatch-semantics §2.1).
@@ -382,16 +355,10 @@ fn compile(
             let id = format!("{}/{}/{}", config.metadata.name, webhook.name, n);
             *n += 1;
             let position = list.len();
-            list.push(Arc::new(compile_hook(
-                config, webhook, id, position, clients,
-            )));
+            list.push(Arc::new(compile_hook(config, webhook, id, position, clients)));
         }
     }
-    let namespaces = objects
-        .namespaces
-        .into_iter()
-        .map(|(_, ns)| (ns.name, ns.labels))
-        .collect();
+    let namespaces = objects.namespaces.into_iter().map(|(_, ns)| (ns.name, ns.labels)).collect();
     Snapshot {
         generation,
         mutating_index: RuleIndex::build(&mutating),
@@ -430,11 +397,7 @@ fn compile_hook(
             .ca_bundle
             .as_deref()
             .filter(|b| !b.is_empty())
-            .map(|b| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(b)
-                    .unwrap_or_default()
-            });
+            .map(|b| base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default());
         clients.client(ca_bundle.as_deref())
     };
     Hook {
@@ -456,10 +419,7 @@ fn compile_hook(
             Some(_) => SideEffects::Some,
             None => SideEffects::Unset,
         },
-        timeout: webhook
-            .timeout_seconds
-            .and_then(|s| u64::try_from(s).ok())
-            .map(Duration::from_secs),
+        timeout: webhook.timeout_seconds.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
         review_version: webhook
             .admission_review_versions
             .iter()
@@ -501,14 +461,7 @@ mod tests {
         subresource: &'a str,
         namespace: &'a str,
     ) -> RuleRequest<'a> {
-        RuleRequest {
-            operation,
-            group: gvr.0,
-            version: gvr.1,
-            resource: gvr.2,
-            subresource,
-            namespace,
-        }
+        RuleRequest { operation, group: gvr.0, version: gvr.1, resource: gvr.2, subresource, namespace }
     }
 
     #[test]
@@ -519,92 +472,36 @@ mod tests {
         let namespaces = ("", "v1", "namespaces");
         let nodes = ("", "v1", "nodes");
         let cases = [
-            (
-                rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"),
-                request(Create, pods, "", "ns"),
-                true,
-            ),
-            (
-                rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"),
-                request(Update, pods, "", "ns"),
-                false,
-            ),
-            (
-                rule(&["*"], &[""], &["v1"], &["pods"], "*"),
-                request(Connect, pods, "exec", "ns"),
-                false,
-            ),
-            (
-                rule(&["*"], &[""], &["v1"], &["pods/*"], "*"),
-                request(Connect, pods, "exec", "ns"),
-                true,
-            ),
-            (
-                rule(&["*"], &[""], &["v1"], &["pods/*"], "*"),
-                request(Create, pods, "", "ns"),
-                true,
-            ),
+            (rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"), request(Create, pods, "", "ns"), true),
+            (rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"), request(Update, pods, "", "ns"), false),
+            (rule(&["*"], &[""], &["v1"], &["pods"], "*"), request(Connect, pods, "exec", "ns"), false),
+            (rule(&["*"], &[""], &["v1"], &["pods/*"], "*"), request(Connect, pods, "exec", "ns"), true),
+            (rule(&["*"], &[""], &["v1"], &["pods/*"], "*"), request(Create, pods, "", "ns"), true),
             (
                 rule(&["*"], &[""], &["v1"], &["pods/status"], "*"),
                 request(Update, pods, "status", "ns"),
                 true,
             ),
-            (
-                rule(&["*"], &[""], &["v1"], &["pods/status"], "*"),
-                request(Update, pods, "", "ns"),
-                false,
-            ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "*"),
-                request(Update, pods, "status", "ns"),
-                false,
-            ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*/*"], "*"),
-                request(Update, pods, "status", "ns"),
-                true,
-            ),
+            (rule(&["*"], &[""], &["v1"], &["pods/status"], "*"), request(Update, pods, "", "ns"), false),
+            (rule(&["*"], &["*"], &["*"], &["*"], "*"), request(Update, pods, "status", "ns"), false),
+            (rule(&["*"], &["*"], &["*"], &["*/*"], "*"), request(Update, pods, "status", "ns"), true),
             (
                 rule(&["*"], &["*"], &["*"], &["*/scale"], "*"),
                 request(Update, deployments, "scale", "ns"),
                 true,
             ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*/scale"], "*"),
-                request(Update, deployments, "", "ns"),
-                false,
-            ),
+            (rule(&["*"], &["*"], &["*"], &["*/scale"], "*"), request(Update, deployments, "", "ns"), false),
             (
                 rule(&["*"], &["apps"], &["v1beta1"], &["*"], "*"),
                 request(Create, deployments, "", "ns"),
                 false,
             ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
-                request(Create, pods, "", "ns"),
-                true,
-            ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
-                request(Create, nodes, "", ""),
-                false,
-            ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "Cluster"),
-                request(Create, nodes, "", ""),
-                true,
-            ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "Cluster"),
-                request(Create, pods, "", "ns"),
-                false,
-            ),
+            (rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"), request(Create, pods, "", "ns"), true),
+            (rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"), request(Create, nodes, "", ""), false),
+            (rule(&["*"], &["*"], &["*"], &["*"], "Cluster"), request(Create, nodes, "", ""), true),
+            (rule(&["*"], &["*"], &["*"], &["*"], "Cluster"), request(Create, pods, "", "ns"), false),
             // A namespace counts as cluster-scoped even with its own name as request namespace.
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "Cluster"),
-                request(Delete, namespaces, "", "team"),
-                true,
-            ),
+            (rule(&["*"], &["*"], &["*"], &["*"], "Cluster"), request(Delete, namespaces, "", "team"), true),
             (
                 rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
                 request(Delete, namespaces, "", "team"),
@@ -617,11 +514,7 @@ mod tests {
             ),
         ];
         for (i, (rule, request, expected)) in cases.iter().enumerate() {
-            assert_eq!(
-                rule.matches(request),
-                *expected,
-                "case {i}: {rule:?} vs {request:?}"
-            );
+            assert_eq!(rule.matches(request), *expected, "case {i}: {rule:?} vs {request:?}");
         }
     }
 }

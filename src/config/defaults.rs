@@ -20,17 +20,13 @@ pub const SERVICE_PORT: i64 = 443;
 /// no default in v1 and stay unset (validation then requires them).
 pub fn apply(config: &mut WebhookConfiguration) {
     for hook in &mut config.webhooks {
-        hook.failure_policy
-            .get_or_insert_with(|| FAILURE_POLICY.into());
+        hook.failure_policy.get_or_insert_with(|| FAILURE_POLICY.into());
         hook.match_policy.get_or_insert_with(|| MATCH_POLICY.into());
-        hook.namespace_selector
-            .get_or_insert_with(LabelSelector::default);
-        hook.object_selector
-            .get_or_insert_with(LabelSelector::default);
+        hook.namespace_selector.get_or_insert_with(LabelSelector::default);
+        hook.object_selector.get_or_insert_with(LabelSelector::default);
         hook.timeout_seconds.get_or_insert(TIMEOUT_SECONDS);
         if config.kind == WebhookKind::Mutating {
-            hook.reinvocation_policy
-                .get_or_insert_with(|| REINVOCATION_POLICY.into());
+            hook.reinvocation_policy.get_or_insert_with(|| REINVOCATION_POLICY.into());
         }
         for rule in &mut hook.rules {
             rule.scope.get_or_insert_with(|| SCOPE.into());
@@ -53,11 +49,7 @@ mod tests {
             "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
         }))
         .unwrap();
-        WebhookConfiguration {
-            kind,
-            metadata: ObjectMeta::default(),
-            webhooks: vec![hook],
-        }
+        WebhookConfiguration { kind, metadata: ObjectMeta::default(), webhooks: vec![hook] }
     }
 
     #[test]
@@ -72,15 +64,9 @@ mod tests {
         assert_eq!(hook.timeout_seconds, Some(10));
         assert_eq!(hook.reinvocation_policy.as_deref(), Some("Never"));
         assert_eq!(hook.rules[0].scope.as_deref(), Some("*"));
-        assert_eq!(
-            hook.client_config.service.as_ref().and_then(|s| s.port),
-            Some(443)
-        );
+        assert_eq!(hook.client_config.service.as_ref().and_then(|s| s.port), Some(443));
         assert_eq!(hook.side_effects, None, "sideEffects has no v1 default");
-        assert_eq!(
-            hook.admission_review_versions, None,
-            "nor has admissionReviewVersions"
-        );
+        assert_eq!(hook.admission_review_versions, None, "nor has admissionReviewVersions");
     }
 
     #[test]
@@ -88,23 +74,17 @@ mod tests {
         let mut config = bare(WebhookKind::Validating);
         config.webhooks[0].failure_policy = Some("Ignore".into());
         config.webhooks[0].timeout_seconds = Some(3);
-        config.webhooks[0].rules.push(RuleWithOperations {
-            scope: Some("Namespaced".into()),
-            ..Default::default()
-        });
-        config.webhooks[0].client_config.service = Some(ServiceReference {
-            port: Some(8443),
-            ..Default::default()
-        });
+        config.webhooks[0]
+            .rules
+            .push(RuleWithOperations { scope: Some("Namespaced".into()), ..Default::default() });
+        config.webhooks[0].client_config.service =
+            Some(ServiceReference { port: Some(8443), ..Default::default() });
         apply(&mut config);
         let hook = &config.webhooks[0];
         assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
         assert_eq!(hook.timeout_seconds, Some(3));
         assert_eq!(hook.reinvocation_policy, None);
         assert_eq!(hook.rules[1].scope.as_deref(), Some("Namespaced"));
-        assert_eq!(
-            hook.client_config.service.as_ref().and_then(|s| s.port),
-            Some(8443)
-        );
+        assert_eq!(hook.client_config.service.as_ref().and_then(|s| s.port), Some(8443));
     }
 }

@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::manifest::{
-    Namespace, ObjectMeta, WebhookConfiguration, WebhookConfigurationBody, WebhookKind,
-};
+use super::manifest::{Namespace, ObjectMeta, WebhookConfiguration, WebhookConfigurationBody, WebhookKind};
 use super::{Problem, Severity};
 
 const ADMISSIONREGISTRATION_V1: &str = "admissionregistration.k8s.io/v1";
@@ -92,10 +90,7 @@ fn expand(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
                     found.sort();
                     files.extend(found);
                 }
-                Err(error) => problems.push(file_problem(
-                    path,
-                    format!("cannot read directory: {error}"),
-                )),
+                Err(error) => problems.push(file_problem(path, format!("cannot read directory: {error}"))),
             },
             Ok(_) => files.push(path.clone()),
             Err(error) => problems.push(file_problem(path, format!("cannot read: {error}"))),
@@ -105,10 +100,7 @@ fn expand(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
 }
 
 fn is_config_file(path: &Path) -> bool {
-    let hidden = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_none_or(|n| n.starts_with('.'));
+    let hidden = path.file_name().and_then(|n| n.to_str()).is_none_or(|n| n.starts_with('.'));
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     !hidden && CONFIG_EXTENSIONS.contains(&extension) && path.is_file()
 }
@@ -116,10 +108,7 @@ fn is_config_file(path: &Path) -> bool {
 fn read_file(file: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(file).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "file is {} bytes, more than the {MAX_FILE_BYTES} allowed",
-            meta.len()
-        ));
+        return Err(format!("file is {} bytes, more than the {MAX_FILE_BYTES} allowed", meta.len()));
     }
     std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))
 }
@@ -127,9 +116,7 @@ fn read_file(file: &Path) -> Result<String, String> {
 /// Splits a file into JSON values: one for a JSON file, one per non-empty YAML document.
 fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, String> {
     if file.extension().and_then(|e| e.to_str()) == Some("json") {
-        return serde_json::from_str(text)
-            .map(|v| vec![v])
-            .map_err(|e| format!("invalid JSON: {e}"));
+        return serde_json::from_str(text).map(|v| vec![v]).map_err(|e| format!("invalid JSON: {e}"));
     }
     let mut documents = Vec::new();
     for document in serde_norway::Deserializer::from_str(text) {
@@ -142,21 +129,9 @@ fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, String> {
 }
 
 fn collect(source: &Source, document: Value, objects: &mut Objects, problems: &mut Vec<Problem>) {
-    let api_version = document
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let kind = document
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let name = document
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let api_version = document.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = document.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let name = document.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
     let object = format!("{kind} {name:?}");
     let problem = |field: Option<String>, webhook: Option<String>, message: String| Problem {
         severity: Severity::Error,
@@ -218,10 +193,7 @@ fn collect(source: &Source, document: Value, objects: &mut Objects, problems: &m
 fn webhook_at(document: &Value, field: &str) -> Option<String> {
     let rest = field.strip_prefix("webhooks[")?;
     let index: usize = rest.split(']').next()?.parse().ok()?;
-    document
-        .pointer(&format!("/webhooks/{index}/name"))?
-        .as_str()
-        .map(str::to_owned)
+    document.pointer(&format!("/webhooks/{index}/name"))?.as_str().map(str::to_owned)
 }
 
 fn file_problem(file: &Path, message: String) -> Problem {
@@ -266,25 +238,14 @@ webhooks:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"env": "prod"}}}
         ]});
         let (objects, problems, _dir) = read(&[
-            (
-                "b.yaml",
-                &format!(
-                    "{}---\n{}",
-                    HOOK.replace("NAME", "b1"),
-                    HOOK.replace("NAME", "b2")
-                ),
-            ),
+            ("b.yaml", &format!("{}---\n{}", HOOK.replace("NAME", "b1"), HOOK.replace("NAME", "b2"))),
             ("a.json", &list.to_string()),
             ("c.yml", &HOOK.replace("NAME", "c")),
             (".hidden.yaml", "not: [valid"),
             ("notes.txt", "ignored"),
         ]);
         assert!(problems.is_empty(), "{problems:?}");
-        let names: Vec<_> = objects
-            .configurations
-            .iter()
-            .map(|(_, c)| c.metadata.name.as_str())
-            .collect();
+        let names: Vec<_> = objects.configurations.iter().map(|(_, c)| c.metadata.name.as_str()).collect();
         assert_eq!(names, ["b1", "b2", "c"]);
         assert_eq!(objects.namespaces[0].1.labels["env"], "prod");
     }
@@ -292,54 +253,27 @@ webhooks:
     #[test]
     fn unknown_kinds_and_fields_are_named() {
         let (objects, problems, dir) = read(&[
-            (
-                "a.yaml",
-                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
-            ),
-            (
-                "b.yaml",
-                &HOOK
-                    .replace("NAME", "b")
-                    .replace("sideEffects", "sideEffect"),
-            ),
+            ("a.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"),
+            ("b.yaml", &HOOK.replace("NAME", "b").replace("sideEffects", "sideEffect")),
         ]);
         assert!(objects.configurations.is_empty());
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert_eq!(problems[0].file, dir.path().join("a.yaml"));
-        assert!(
-            problems[0].message.contains("apps/v1, Kind=Deployment"),
-            "{}",
-            problems[0]
-        );
-        assert_eq!(
-            problems[1].object.as_deref(),
-            Some("ValidatingWebhookConfiguration \"b\"")
-        );
+        assert!(problems[0].message.contains("apps/v1, Kind=Deployment"), "{}", problems[0]);
+        assert_eq!(problems[1].object.as_deref(), Some("ValidatingWebhookConfiguration \"b\""));
         assert_eq!(problems[1].webhook.as_deref(), Some("a.example.com"));
         assert_eq!(problems[1].field.as_deref(), Some("webhooks[0].sideEffect"));
-        assert!(
-            problems[1].message.contains("unknown field `sideEffect`"),
-            "{}",
-            problems[1]
-        );
+        assert!(problems[1].message.contains("unknown field `sideEffect`"), "{}", problems[1]);
     }
 
     #[test]
     fn broken_yaml_names_the_file_and_a_missing_path_is_an_error() {
         let (_, problems, dir) = read(&[("a.yaml", "kind: [unclosed")]);
         assert_eq!(problems[0].file, dir.path().join("a.yaml"));
-        assert!(
-            problems[0].message.starts_with("invalid YAML"),
-            "{}",
-            problems[0]
-        );
+        assert!(problems[0].message.starts_with("invalid YAML"), "{}", problems[0]);
         let mut problems = Vec::new();
         read_paths(&[dir.path().join("missing.yaml")], &mut problems);
-        assert!(
-            problems[0].message.starts_with("cannot read"),
-            "{}",
-            problems[0]
-        );
+        assert!(problems[0].message.starts_with("cannot read"), "{}", problems[0]);
     }
 
     #[test]
@@ -348,10 +282,7 @@ webhooks:
         let path = dir.path().join("a.yaml");
         std::fs::write(&path, HOOK.replace("NAME", "a")).unwrap();
         let one = read_paths(&[path.clone()], &mut Vec::new()).fingerprint;
-        assert_eq!(
-            one,
-            read_paths(&[path.clone()], &mut Vec::new()).fingerprint
-        );
+        assert_eq!(one, read_paths(&[path.clone()], &mut Vec::new()).fingerprint);
         std::fs::write(&path, HOOK.replace("NAME", "b")).unwrap();
         assert_ne!(one, read_paths(&[path], &mut Vec::new()).fingerprint);
     }

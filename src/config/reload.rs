@@ -43,9 +43,7 @@ pub async fn watch(
         }
         while changed.try_recv().is_ok() {}
         let watched = paths.clone();
-        let Ok(fingerprint) =
-            tokio::task::spawn_blocking(move || load::fingerprint(&watched)).await
-        else {
+        let Ok(fingerprint) = tokio::task::spawn_blocking(move || load::fingerprint(&watched)).await else {
             continue;
         };
         if fingerprint == last_fingerprint {
@@ -97,16 +95,9 @@ fn file_watcher(paths: &[PathBuf], events: mpsc::Sender<()>) -> Option<notify::R
     .map_err(|error| tracing::warn!(%error, "file watching unavailable; polling only"))
     .ok()?;
     for path in paths {
-        let directory = if path.is_dir() {
-            path.clone()
-        } else {
-            path.parent().map(PathBuf::from).unwrap_or_default()
-        };
-        let directory = if directory.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            directory
-        };
+        let directory =
+            if path.is_dir() { path.clone() } else { path.parent().map(PathBuf::from).unwrap_or_default() };
+        let directory = if directory.as_os_str().is_empty() { PathBuf::from(".") } else { directory };
         if let Err(error) = watcher.watch(&directory, notify::RecursiveMode::NonRecursive) {
             tracing::warn!(%error, path = %directory.display(), "cannot watch; polling only");
         }

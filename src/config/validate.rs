@@ -29,8 +29,8 @@ use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::CertificateDer;
 
 use super::manifest::{
-    LabelSelector, MatchCondition, Namespace, ObjectMeta, RuleWithOperations, ServiceReference,
-    Webhook, WebhookClientConfig, WebhookConfiguration, WebhookKind,
+    LabelSelector, MatchCondition, Namespace, ObjectMeta, RuleWithOperations, ServiceReference, Webhook,
+    WebhookClientConfig, WebhookConfiguration, WebhookKind,
 };
 use super::{Finding, Severity};
 
@@ -60,8 +60,7 @@ const LABEL_VALUE_MAX_LEN: usize = 63;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
@@ -83,12 +82,7 @@ const GO_STD_BASE64: GeneralPurpose = GeneralPurpose::new(
 /// Validates one defaulted configuration as the API server validates it on create.
 pub(crate) fn configuration(config: &WebhookConfiguration) -> Vec<Finding> {
     let mut report = Report::default();
-    object_meta(
-        &config.metadata,
-        dns1123_subdomain,
-        &Path::new("metadata"),
-        &mut report,
-    );
+    object_meta(&config.metadata, dns1123_subdomain, &Path::new("metadata"), &mut report);
     let mut names = HashSet::new();
     for (i, hook) in config.webhooks.iter().enumerate() {
         let at = Path::new("webhooks").index(i);
@@ -151,12 +145,7 @@ impl Report {
     }
 
     fn push(&mut self, severity: Severity, at: &Path, message: String) {
-        self.findings.push(Finding {
-            severity,
-            webhook: self.webhook.clone(),
-            field: at.0.clone(),
-            message,
-        });
+        self.findings.push(Finding { severity, webhook: self.webhook.clone(), field: at.0.clone(), message });
     }
 }
 
@@ -213,29 +202,13 @@ fn webhook(kind: WebhookKind, hook: &Webhook, at: &Path, r: &mut Report) {
     for (i, rule) in hook.rules.iter().enumerate() {
         rule_with_operations(rule, &at.child("rules").index(i), r);
     }
-    one_of(
-        hook.failure_policy.as_deref(),
-        FAILURE_POLICIES,
-        &at.child("failurePolicy"),
-        r,
-    );
-    one_of(
-        hook.match_policy.as_deref(),
-        MATCH_POLICIES,
-        &at.child("matchPolicy"),
-        r,
-    );
+    one_of(hook.failure_policy.as_deref(), FAILURE_POLICIES, &at.child("failurePolicy"), r);
+    one_of(hook.match_policy.as_deref(), MATCH_POLICIES, &at.child("matchPolicy"), r);
     side_effects(hook.side_effects.as_deref(), &at.child("sideEffects"), r);
-    if let Some(timeout) = hook
-        .timeout_seconds
-        .filter(|t| !TIMEOUT_SECONDS.contains(t))
-    {
+    if let Some(timeout) = hook.timeout_seconds.filter(|t| !TIMEOUT_SECONDS.contains(t)) {
         r.error(
             &at.child("timeoutSeconds"),
-            invalid(
-                &timeout.to_string(),
-                "the timeout value must be between 1 and 30 seconds",
-            ),
+            invalid(&timeout.to_string(), "the timeout value must be between 1 and 30 seconds"),
         );
     }
     if let Some(selector) = &hook.namespace_selector {
@@ -271,12 +244,8 @@ fn fully_qualified_name(name: &str) -> Option<String> {
     if !errs.is_empty() {
         return Some(invalid(&quote(name), &errs.join(",")));
     }
-    (name.split('.').count() < 3).then(|| {
-        invalid(
-            &quote(name),
-            "should be a domain with at least three segments separated by dots",
-        )
-    })
+    (name.split('.').count() < 3)
+        .then(|| invalid(&quote(name), "should be a domain with at least three segments separated by dots"))
 }
 
 /// A set value must be one of `supported`; unset is fine (defaulting fills it in).
@@ -288,10 +257,7 @@ fn one_of(value: Option<&str>, supported: &[&str], at: &Path, r: &mut Report) {
 
 fn side_effects(value: Option<&str>, at: &Path, r: &mut Report) {
     match value {
-        None => r.error(
-            at,
-            required(&format!("must specify one of {}", SIDE_EFFECTS.join(", "))),
-        ),
+        None => r.error(at, required(&format!("must specify one of {}", SIDE_EFFECTS.join(", ")))),
         Some(v) if SIDE_EFFECTS.contains(&v) => {}
         Some(v) if LEGACY_SIDE_EFFECTS.contains(&v) => r.warning(
             at,
@@ -353,10 +319,7 @@ fn rule_with_operations(rule: &RuleWithOperations, at: &Path, r: &mut Report) {
     if rule.operations.len() > 1 && has_wildcard(&rule.operations) {
         r.error(
             &operations,
-            invalid(
-                &json_list(&rule.operations),
-                "if '*' is present, must not specify other operations",
-            ),
+            invalid(&json_list(&rule.operations), "if '*' is present, must not specify other operations"),
         );
     }
     for (i, operation) in rule.operations.iter().enumerate() {
@@ -370,10 +333,7 @@ fn rule_with_operations(rule: &RuleWithOperations, at: &Path, r: &mut Report) {
     if rule.api_groups.len() > 1 && has_wildcard(&rule.api_groups) {
         r.error(
             &groups,
-            invalid(
-                &json_list(&rule.api_groups),
-                "if '*' is present, must not specify other API groups",
-            ),
+            invalid(&json_list(&rule.api_groups), "if '*' is present, must not specify other API groups"),
         );
     }
     // An empty group is fine: it is the core ("legacy") group.
@@ -384,10 +344,7 @@ fn rule_with_operations(rule: &RuleWithOperations, at: &Path, r: &mut Report) {
     if rule.api_versions.len() > 1 && has_wildcard(&rule.api_versions) {
         r.error(
             &versions,
-            invalid(
-                &json_list(&rule.api_versions),
-                "if '*' is present, must not specify other API versions",
-            ),
+            invalid(&json_list(&rule.api_versions), "if '*' is present, must not specify other API versions"),
         );
     }
     for (i, version) in rule.api_versions.iter().enumerate() {
@@ -431,19 +388,13 @@ fn resources(resources: &[String], at: &Path, r: &mut Report) {
         if wildcard_subresources_of.contains(resource) {
             r.error(
                 &at.index(i),
-                invalid(
-                    &quote(entry),
-                    &format!("if '{resource}/*' is present, must not specify {entry}"),
-                ),
+                invalid(&quote(entry), &format!("if '{resource}/*' is present, must not specify {entry}")),
             );
         }
         if wildcard_resources_for.contains(subresource) {
             r.error(
                 &at.index(i),
-                invalid(
-                    &quote(entry),
-                    &format!("if '*/{subresource}' is present, must not specify {entry}"),
-                ),
+                invalid(&quote(entry), &format!("if '*/{subresource}' is present, must not specify {entry}")),
             );
         }
         if subresource == "*" {
@@ -454,13 +405,7 @@ fn resources(resources: &[String], at: &Path, r: &mut Report) {
         }
     }
     if resources.len() > 1 && has_double_wildcard {
-        r.error(
-            at,
-            invalid(
-                &json_list(resources),
-                "if '*/*' is present, must not specify other resources",
-            ),
-        );
+        r.error(at, invalid(&json_list(resources), "if '*/*' is present, must not specify other resources"));
     }
     if has_single_wildcard && has_resource_without_subresource {
         r.error(
@@ -483,19 +428,15 @@ fn label_selector(selector: &LabelSelector, at: &Path, r: &mut Report) {
         let at = at.child("matchExpressions").index(i);
         let values = at.child("values");
         match requirement.operator.as_str() {
-            "In" | "NotIn" if requirement.values.is_empty() => r.error(
-                &values,
-                required("must be specified when `operator` is 'In' or 'NotIn'"),
-            ),
+            "In" | "NotIn" if requirement.values.is_empty() => {
+                r.error(&values, required("must be specified when `operator` is 'In' or 'NotIn'"))
+            }
             "Exists" | "DoesNotExist" if !requirement.values.is_empty() => r.error(
                 &values,
                 forbidden("may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
             ),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => r.error(
-                &at.child("operator"),
-                invalid(&quote(other), "not a valid selector operator"),
-            ),
+            other => r.error(&at.child("operator"), invalid(&quote(other), "not a valid selector operator")),
         }
         for msg in qualified_name(&requirement.key) {
             r.error(&at.child("key"), invalid(&quote(&requirement.key), &msg));
@@ -563,10 +504,7 @@ fn webhook_url(raw: &str, at: &Path, r: &mut Report) {
     let url = match go_url::parse(raw) {
         Ok(url) => url,
         Err(e) => {
-            r.error(
-                at,
-                required(&format!("url must be a valid URL: {e}{URL_FORM}")),
-            );
+            r.error(at, required(&format!("url must be a valid URL: {e}{URL_FORM}")));
             return;
         }
     };
@@ -579,28 +517,13 @@ fn webhook_url(raw: &str, at: &Path, r: &mut Report) {
         r.error(at, invalid(&quote(&url.host), &detail));
     }
     if let Some(user) = &url.user {
-        r.error(
-            at,
-            invalid(&quote(user), "user information is not permitted in the URL"),
-        );
+        r.error(at, invalid(&quote(user), "user information is not permitted in the URL"));
     }
     if !url.fragment.is_empty() {
-        r.error(
-            at,
-            invalid(
-                &quote(&url.fragment),
-                "fragments are not permitted in the URL",
-            ),
-        );
+        r.error(at, invalid(&quote(&url.fragment), "fragments are not permitted in the URL"));
     }
     if !url.raw_query.is_empty() {
-        r.error(
-            at,
-            invalid(
-                &quote(&url.raw_query),
-                "query parameters are not permitted in the URL",
-            ),
-        );
+        r.error(at, invalid(&quote(&url.raw_query), "query parameters are not permitted in the URL"));
     }
 }
 
@@ -615,10 +538,7 @@ fn webhook_service(service: &ServiceReference, at: &Path, r: &mut Report) {
     if let Some(port) = service.port.filter(|p| !PORTS.contains(p)) {
         r.error(
             &at.child("port"),
-            invalid(
-                &port.to_string(),
-                "port is not valid: must be between 1 and 65535, inclusive",
-            ),
+            invalid(&port.to_string(), "port is not valid: must be between 1 and 65535, inclusive"),
         );
     }
     if let Some(path) = service.path.as_deref() {
@@ -649,10 +569,7 @@ fn service_path(path: &str, at: &Path, r: &mut Report) {
             continue;
         }
         for failure in dns1123_subdomain(segment) {
-            r.error(
-                at,
-                invalid(&quote(path), &format!("segment[{i}]: {failure}")),
-            );
+            r.error(at, invalid(&quote(path), &format!("segment[{i}]: {failure}")));
         }
     }
 }
@@ -662,19 +579,13 @@ fn service_path(path: &str, at: &Path, r: &mut Report) {
 fn ca_bundle(encoded: &str) -> Option<String> {
     const OMITTED: &str = "\"<value omitted>\"";
     // Go's base64 decoding skips line breaks, which YAML block scalars may leave in.
-    let cleaned: String = encoded
-        .chars()
-        .filter(|c| !matches!(c, '\r' | '\n'))
-        .collect();
+    let cleaned: String = encoded.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
     let pem = match GO_STD_BASE64.decode(&cleaned) {
         Ok(pem) => pem,
         Err(e) => {
             let at = match e {
-                base64::DecodeError::InvalidByte(at, _)
-                | base64::DecodeError::InvalidLastSymbol(at, _) => at,
-                base64::DecodeError::InvalidLength(_) | base64::DecodeError::InvalidPadding => {
-                    cleaned.len()
-                }
+                base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+                base64::DecodeError::InvalidLength(_) | base64::DecodeError::InvalidPadding => cleaned.len(),
             };
             let detail = format!("illegal base64 data at input byte {at}");
             return Some(invalid(OMITTED, &detail));
@@ -699,8 +610,7 @@ fn ca_bundle(encoded: &str) -> Option<String> {
     if certificates > 0 {
         return None;
     }
-    let mut detail =
-        String::from("unable to load root certificates: unable to parse bytes as PEM block");
+    let mut detail = String::from("unable to load root certificates: unable to parse bytes as PEM block");
     if let Some(e) = failure {
         let _ = write!(detail, " ({e})");
     }
@@ -720,11 +630,7 @@ fn dns1123_label(value: &str) -> Vec<String> {
         if is_dns1123_subdomain(value) {
             errs.push("must not contain dots".to_owned());
         } else {
-            errs.push(regex_error(
-                DNS1123_LABEL_MSG,
-                DNS1123_LABEL_FMT,
-                &["my-name", "123-abc"],
-            ));
+            errs.push(regex_error(DNS1123_LABEL_MSG, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
         }
     }
     errs
@@ -741,11 +647,7 @@ fn subdomain_errors(value: &str, max_len_error: fn(usize) -> String) -> Vec<Stri
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LEN));
     }
     if !is_dns1123_subdomain(value) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
+        errs.push(regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
     }
     errs
 }
@@ -758,11 +660,7 @@ fn dns1035_label(value: &str) -> Vec<String> {
     }
     let starts_with_letter = value.bytes().next().is_some_and(|b| b.is_ascii_lowercase());
     if !(starts_with_letter && is_dns1123_label(value)) {
-        errs.push(regex_error(
-            DNS1035_LABEL_MSG,
-            DNS1035_LABEL_FMT,
-            &["my-name", "abc-123"],
-        ));
+        errs.push(regex_error(DNS1035_LABEL_MSG, DNS1035_LABEL_FMT, &["my-name", "abc-123"]));
     }
     errs
 }
@@ -783,11 +681,7 @@ fn qualified_name(value: &str) -> Vec<String> {
             *name
         }
         _ => {
-            let format = regex_error(
-                LABEL_KEY_MSG,
-                LABEL_KEY_FMT,
-                &["MyName", "my.name", "123-abc"],
-            );
+            let format = regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"]);
             return vec![format!(
                 "a valid label key {format} with an optional DNS subdomain prefix and '/' \
                  (e.g. 'example.com/MyName')"
@@ -797,17 +691,10 @@ fn qualified_name(value: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_owned());
     } else if name.len() > LABEL_KEY_NAME_MAX_LEN {
-        errs.push(format!(
-            "name part {}",
-            max_len_bytes(LABEL_KEY_NAME_MAX_LEN)
-        ));
+        errs.push(format!("name part {}", max_len_bytes(LABEL_KEY_NAME_MAX_LEN)));
     }
     if !is_label_key_name(name) {
-        let format = regex_error(
-            LABEL_KEY_MSG,
-            LABEL_KEY_FMT,
-            &["MyName", "my.name", "123-abc"],
-        );
+        let format = regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"]);
         errs.push(format!("name part {format}"));
     }
     errs
@@ -820,11 +707,7 @@ fn label_value(value: &str) -> Vec<String> {
         errs.push(max_len_bytes(LABEL_VALUE_MAX_LEN));
     }
     if !value.is_empty() && !is_label_key_name(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
+        errs.push(regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
     }
     errs
 }
@@ -835,8 +718,7 @@ fn is_dns1123_label(value: &str) -> bool {
     let edge = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     edge(b.first())
         && edge(b.last())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 /// `^label(\.label)*$`
@@ -850,8 +732,7 @@ fn is_label_key_name(value: &str) -> bool {
     let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
     edge(b.first())
         && edge(b.last())
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// `MaxLenError` of `pkg/util/validation`.
@@ -891,11 +772,7 @@ fn invalid(value: &str, detail: &str) -> String {
 
 fn not_supported(value: &str, supported: &[&str]) -> String {
     let supported: Vec<String> = supported.iter().map(|s| quote(s)).collect();
-    format!(
-        "Unsupported value: {}: supported values: {}",
-        quote(value),
-        supported.join(", ")
-    )
+    format!("Unsupported value: {}: supported values: {}", quote(value), supported.join(", "))
 }
 
 fn duplicate(value: &str) -> String {
@@ -1115,15 +992,12 @@ mod go_url {
     /// Empty, or `:` followed by digits only.
     fn valid_optional_port(port: &str) -> bool {
         port.is_empty()
-            || port
-                .strip_prefix(':')
-                .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+            || port.strip_prefix(':').is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
     }
 
     /// RFC 3986 userinfo characters (escapes are checked by [`unescape`]).
     fn valid_userinfo(s: &str) -> bool {
-        s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c))
+        s.bytes().all(|c| c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c))
     }
 
     /// `shouldEscape`, for the modes parsing uses.
@@ -1160,10 +1034,9 @@ mod go_url {
         let mut i = 0;
         while let Some(&c) = bytes.get(i) {
             if c == b'%' {
-                let (Some(hi), Some(lo)) = (
-                    bytes.get(i + 1).and_then(|h| hex(*h)),
-                    bytes.get(i + 2).and_then(|l| hex(*l)),
-                ) else {
+                let (Some(hi), Some(lo)) =
+                    (bytes.get(i + 1).and_then(|h| hex(*h)), bytes.get(i + 2).and_then(|l| hex(*l)))
+                else {
                     return Err(escape_error(i));
                 };
                 let is_25 = &bytes[i..i + 3] == b"%25";
@@ -1190,9 +1063,7 @@ mod go_url {
     }
 
     fn hex(c: u8) -> Option<u8> {
-        char::from(c)
-            .to_digit(16)
-            .and_then(|d| u8::try_from(d).ok())
+        char::from(c).to_digit(16).and_then(|d| u8::try_from(d).ok())
     }
 
     /// `escape(s, encodeUserPassword)`, for `Userinfo.String()`.

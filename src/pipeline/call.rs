@@ -33,11 +33,7 @@ pub struct Called {
 }
 
 /// The request's deadline and the webhook's own timeout, combined (§7.3).
-fn effective_deadline(
-    hook: &Hook,
-    request_deadline: Option<Instant>,
-    now: Instant,
-) -> Option<Instant> {
+fn effective_deadline(hook: &Hook, request_deadline: Option<Instant>, now: Instant) -> Option<Instant> {
     let own = hook.timeout.map(|timeout| now + timeout);
     match (own, request_deadline) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -53,17 +49,11 @@ pub async fn call(
     mutating: bool,
 ) -> Called {
     let start = Instant::now();
-    let not_sent = |attempt| Called {
-        attempt,
-        timeout: None,
-        latency: Duration::ZERO,
-    };
+    let not_sent = |attempt| Called { attempt, timeout: None, latency: Duration::ZERO };
     if review.dry_run() {
         match hook.side_effects {
             SideEffects::Unset => return not_sent(Attempt::CallError(CallError::SideEffectsNil)),
-            SideEffects::Some => {
-                return not_sent(Attempt::Refused(verdict::dry_run_unsupported(&hook.name)))
-            }
+            SideEffects::Some => return not_sent(Attempt::Refused(verdict::dry_run_unsupported(&hook.name))),
             SideEffects::None | SideEffects::NoneOnDryRun => {}
         }
     }
@@ -85,10 +75,7 @@ pub async fn call(
         sub_resource: &request.sub_resource,
         request_kind: request.request_kind.as_ref().unwrap_or(kind),
         request_resource: request.request_resource.as_ref().unwrap_or(resource),
-        request_sub_resource: request
-            .request_sub_resource
-            .as_deref()
-            .unwrap_or(&request.sub_resource),
+        request_sub_resource: request.request_sub_resource.as_deref().unwrap_or(&request.sub_resource),
         name: &request.name,
         namespace: &request.namespace,
         operation: review.operation(),
@@ -100,24 +87,12 @@ pub async fn call(
     };
     let body = encode::request(version, &outgoing);
     let deadline = effective_deadline(hook, request_deadline, start);
-    let timeout = upstream::timeout_param(
-        deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)),
-    );
-    let sent = Sent {
-        uid: &uid,
-        version,
-        mutating,
-    };
-    let attempt = match client
-        .call(&hook.url, &timeout, body, deadline, &sent)
-        .await
-    {
+    let timeout =
+        upstream::timeout_param(deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)));
+    let sent = Sent { uid: &uid, version, mutating };
+    let attempt = match client.call(&hook.url, &timeout, body, deadline, &sent).await {
         Ok(response) => Attempt::Answered(response),
         Err(error) => Attempt::CallError(error),
     };
-    Called {
-        attempt,
-        timeout: Some(timeout),
-        latency: start.elapsed(),
-    }
+    Called { attempt, timeout: Some(timeout), latency: start.elapsed() }
 }

@@ -47,8 +47,7 @@ pub fn exempt(review: &IncomingReview) -> Option<&'static str> {
         "MutatingAdmissionPolicy",
         "MutatingAdmissionPolicyBinding",
     ];
-    if kind.group == "admissionregistration.k8s.io" && admission_kinds.contains(&kind.kind.as_str())
-    {
+    if kind.group == "admissionregistration.k8s.io" && admission_kinds.contains(&kind.kind.as_str()) {
         return Some("admission configuration objects are never sent to webhooks");
     }
     let virtual_resource = match resource.group.as_str() {
@@ -64,8 +63,7 @@ pub fn exempt(review: &IncomingReview) -> Option<&'static str> {
         .contains(&resource.resource.as_str()),
         _ => false,
     };
-    virtual_resource
-        .then_some("virtual authentication/authorization resources are never sent to webhooks")
+    virtual_resource.then_some("virtual authentication/authorization resources are never sent to webhooks")
 }
 
 /// `Ok(None)`: call the webhook; `Ok(Some(skip))`: don't; `Err(status)`: the request fails.
@@ -147,8 +145,6 @@ fn object_matches(hook: &Hook, review: &IncomingReview, object: &ObjectState<'_>
         return true;
     }
     let old = || labels_of(None, review.request.old_object.as_deref());
-    object
-        .labels()
-        .is_some_and(|labels| selector.matches(&labels))
+    object.labels().is_some_and(|labels| selector.matches(&labels))
         || old().is_some_and(|labels| selector.matches(&labels))
 }

@@ -42,16 +42,12 @@ pub async fn run_chain(
     trace: &mut Trace,
 ) -> Result<(), Status> {
     if let Some(reason) = matching::exempt(review) {
-        trace.record(|| Step::Exempt {
-            phase: Phase::Mutating,
-            reason: reason.into(),
-        });
+        trace.record(|| Step::Exempt { phase: Phase::Mutating, reason: reason.into() });
         return Ok(());
     }
     let resource = review.resource();
-    let candidates: Vec<&Arc<Hook>> = snapshot
-        .mutating_candidates(&resource.group, &resource.resource)
-        .collect();
+    let candidates: Vec<&Arc<Hook>> =
+        snapshot.mutating_candidates(&resource.group, &resource.resource).collect();
     let mut reinvocation = Reinvocation::default();
     let mut changed_in_round_0 = false;
     for round in 0..=1u8 {
@@ -68,8 +64,7 @@ pub async fn run_chain(
                 trace.record(|| skipped(hook, round, &skip));
                 continue;
             }
-            let (changed, judgement) =
-                call_hook(hook, round, review, object, deadline, records, trace).await;
+            let (changed, judgement) = call_hook(hook, round, review, object, deadline, records, trace).await;
             if changed {
                 // A change schedules every IfNeeded webhook invoked before it (§11.3 a).
                 reinvocation.scheduled.extend(reinvocation.awaiting.drain());
@@ -122,11 +117,7 @@ async fn call_hook(
     let called = call::call(hook, review, object.raw(), deadline, true).await;
     let mut applied_patch = None;
     let (changed, judgement, outcome) = match called.attempt {
-        Attempt::Refused(status) => (
-            false,
-            Judgement::Fail(status),
-            "refused: dry run".to_owned(),
-        ),
+        Attempt::Refused(status) => (false, Judgement::Fail(status), "refused: dry run".to_owned()),
         Attempt::CallError(error) => call_error(hook, &error),
         Attempt::Answered(response) => {
             records.webhook_annotations(&hook.name, response.audit_annotations.clone());
@@ -143,8 +134,7 @@ async fn call_hook(
                     }
                     Err(PatchFailure::Call(error)) => call_error(hook, &error),
                     Err(PatchFailure::Internal(status)) => {
-                        let outcome =
-                            format!("error: {}", status.message.as_deref().unwrap_or_default());
+                        let outcome = format!("error: {}", status.message.as_deref().unwrap_or_default());
                         (false, Judgement::Fail(status), outcome)
                     }
                 }
@@ -152,10 +142,7 @@ async fn call_hook(
         }
     };
     records.annotate(
-        format!(
-            "mutation.webhook.admission.k8s.io/round_{round}_index_{}",
-            hook.position
-        ),
+        format!("mutation.webhook.admission.k8s.io/round_{round}_index_{}", hook.position),
         // Keys in the API server's order: configuration, webhook, mutated.
         format!(
             r#"{{"configuration":{},"webhook":{},"mutated":{changed}}}"#,
@@ -211,8 +198,8 @@ fn apply_patch(
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok((false, None));
     };
-    let patch = Patch::decode(bytes)
-        .map_err(|e| PatchFailure::Call(CallError::UndecodablePatch(e.to_string())))?;
+    let patch =
+        Patch::decode(bytes).map_err(|e| PatchFailure::Call(CallError::UndecodablePatch(e.to_string())))?;
     if patch.is_empty() {
         return Ok((false, None));
     }
@@ -229,9 +216,8 @@ fn apply_patch(
             status: Box::new(verdict::rejection(&hook.name, response.status.as_ref())),
         }));
     }
-    let changed = object
-        .apply(&patch)
-        .map_err(|e| PatchFailure::Internal(verdict::internal_error(&e.to_string())))?;
+    let changed =
+        object.apply(&patch).map_err(|e| PatchFailure::Internal(verdict::internal_error(&e.to_string())))?;
     let patch_json = patch.annotation_json();
     // Built by hand so the patch stays verbatim and the keys keep the API server's order.
     let value = format!(
@@ -239,12 +225,6 @@ fn apply_patch(
         json!(hook.configuration),
         json!(hook.name)
     );
-    records.annotate(
-        format!(
-            "patch.webhook.admission.k8s.io/round_{round}_index_{}",
-            hook.position
-        ),
-        value,
-    );
+    records.annotate(format!("patch.webhook.admission.k8s.io/round_{round}_index_{}", hook.position), value);
     Ok((changed, Some(patch_json)))
 }

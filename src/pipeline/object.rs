@@ -88,9 +88,7 @@ impl<'a> ObjectState<'a> {
     fn ensure_tree(&mut self) {
         if self.tree.is_none() {
             // The review decoded, so its object is valid JSON.
-            self.tree = self
-                .received
-                .and_then(|raw| serde_json::from_str(raw.get()).ok());
+            self.tree = self.received.and_then(|raw| serde_json::from_str(raw.get()).ok());
         }
     }
 
@@ -171,26 +169,14 @@ mod tests {
     fn patches_accumulate_into_one_combined_patch() {
         let received = raw(r#"{"metadata":{"name":"p","labels":{"a":"1"}},"spec":{"x":1}}"#);
         let mut object = ObjectState::new(Some(&received));
-        assert_eq!(
-            object.raw().unwrap().get(),
-            received.get(),
-            "untouched object is forwarded as received"
-        );
-        let add =
-            Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
+        assert_eq!(object.raw().unwrap().get(), received.get(), "untouched object is forwarded as received");
+        let add = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
         assert!(object.apply(&add).unwrap());
-        let same =
-            Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
-        assert!(
-            !object.apply(&same).unwrap(),
-            "re-adding an existing label changes nothing"
-        );
+        let same = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
+        assert!(!object.apply(&same).unwrap(), "re-adding an existing label changes nothing");
         let remove = Patch::decode(br#"[{"op":"remove","path":"/spec/x"}]"#).unwrap();
         assert!(object.apply(&remove).unwrap());
-        assert_eq!(
-            object.labels().unwrap().get("b").map(String::as_str),
-            Some("2")
-        );
+        assert_eq!(object.labels().unwrap().get("b").map(String::as_str), Some("2"));
         assert!(object.raw().unwrap().get().contains(r#""b":"2""#));
         let combined: Value = serde_json::from_slice(&object.combined_patch().unwrap()).unwrap();
         let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
@@ -201,17 +187,8 @@ mod tests {
 
     #[test]
     fn labels_need_metadata() {
-        assert_eq!(
-            labels_of(
-                None,
-                Some(&raw(r#"{"kind":"PodExecOptions","command":["sh"]}"#))
-            ),
-            None
-        );
-        assert_eq!(
-            labels_of(None, Some(&raw(r#"{"metadata":{"name":"x"}}"#))),
-            Some(Labels::new())
-        );
+        assert_eq!(labels_of(None, Some(&raw(r#"{"kind":"PodExecOptions","command":["sh"]}"#))), None);
+        assert_eq!(labels_of(None, Some(&raw(r#"{"metadata":{"name":"x"}}"#))), Some(Labels::new()));
         assert_eq!(labels_of(None, Some(&raw("null"))), None);
         assert_eq!(labels_of(None, None), None);
     }

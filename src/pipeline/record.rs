@@ -29,11 +29,7 @@ impl Records {
     }
 
     /// A webhook's `auditAnnotations`, stored as `<hook name>/<key>` (§14.2).
-    pub fn webhook_annotations(
-        &mut self,
-        hook_name: &str,
-        annotations: Option<BTreeMap<String, String>>,
-    ) {
+    pub fn webhook_annotations(&mut self, hook_name: &str, annotations: Option<BTreeMap<String, String>>) {
         for (key, value) in annotations.into_iter().flatten() {
             self.annotate(format!("{hook_name}/{key}"), value);
         }
@@ -52,10 +48,7 @@ impl Records {
 
     /// Annotations as returned to the API server: `A/B` → `A_B`, shortened past 63 characters.
     pub fn encoded_annotations(&self) -> BTreeMap<String, String> {
-        self.annotations
-            .iter()
-            .map(|(key, value)| (encode_key(key), value.clone()))
-            .collect()
+        self.annotations.iter().map(|(key, value)| (encode_key(key), value.clone())).collect()
     }
 
     pub fn warnings(&self) -> Vec<String> {
@@ -79,9 +72,9 @@ pub fn encode_key(key: &str) -> String {
 
 /// FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// A qualified name with a prefix: `<DNS-1123 subdomain>/<name>` (§14.1).
@@ -91,18 +84,14 @@ fn valid_annotation_key(key: &str) -> bool {
     };
     let dns_label = |label: &str| {
         !label.is_empty()
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !label.starts_with('-')
             && !label.ends_with('-')
     };
     let prefix_ok = prefix.len() <= 253 && prefix.split('.').all(dns_label);
     let name_ok = !name.is_empty()
         && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     prefix_ok && name_ok
@@ -161,89 +150,44 @@ mod tests {
     #[test]
     fn annotation_keys_follow_the_apiservers_rules() {
         let mut records = Records::default();
-        records.annotate(
-            "mutation.webhook.admission.k8s.io/round_0_index_1".into(),
-            "a".into(),
-        );
-        records.annotate(
-            "mutation.webhook.admission.k8s.io/round_0_index_1".into(),
-            "b".into(),
-        );
+        records.annotate("mutation.webhook.admission.k8s.io/round_0_index_1".into(), "a".into());
+        records.annotate("mutation.webhook.admission.k8s.io/round_0_index_1".into(), "b".into());
         records.webhook_annotations(
             "label.example.com",
-            Some(
-                [
-                    ("ok".into(), "1".into()),
-                    ("a/b".into(), "2".into()),
-                    ("*".into(), "3".into()),
-                ]
-                .into(),
-            ),
+            Some([("ok".into(), "1".into()), ("a/b".into(), "2".into()), ("*".into(), "3".into())].into()),
         );
         records.webhook_annotations("Bad_Name", Some([("k".into(), "4".into())].into()));
-        let keys: Vec<_> = records
-            .annotations()
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        assert_eq!(
-            keys,
-            [
-                "label.example.com/ok=1",
-                "mutation.webhook.admission.k8s.io/round_0_index_1=a"
-            ]
-        );
+        let keys: Vec<_> = records.annotations().iter().map(|(k, v)| format!("{k}={v}")).collect();
+        assert_eq!(keys, ["label.example.com/ok=1", "mutation.webhook.admission.k8s.io/round_0_index_1=a"]);
         let encoded = records.encoded_annotations();
         assert_eq!(
             encoded.keys().collect::<Vec<_>>(),
-            [
-                "label.example.com_ok",
-                "mutation.webhook.admission.k8s.io_round_0_index_1"
-            ]
+            ["label.example.com_ok", "mutation.webhook.admission.k8s.io_round_0_index_1"]
         );
     }
 
     #[test]
     fn long_keys_are_shortened_stably() {
         let fits = "failed-open.mutation.webhook.admission.k8s.io/round_1_index_12";
-        assert_eq!(
-            encode_key(fits),
-            "failed-open.mutation.webhook.admission.k8s.io_round_1_index_12"
-        );
+        assert_eq!(encode_key(fits), "failed-open.mutation.webhook.admission.k8s.io_round_1_index_12");
         let key = "image-policy.platform.example.com/verified-signature-digest-sha256";
         let short = encode_key(key);
         assert_eq!(short.len(), 63, "{short}");
         assert_eq!(short, encode_key(key));
-        assert_ne!(
-            short,
-            encode_key("image-policy.platform.example.com/verified-signature-digest-sha512")
-        );
-        assert!(
-            short.starts_with("image-policy.platform.example.com_verified-"),
-            "{short}"
-        );
+        assert_ne!(short, encode_key("image-policy.platform.example.com/verified-signature-digest-sha512"));
+        assert!(short.starts_with("image-policy.platform.example.com_verified-"), "{short}");
     }
 
     #[test]
     fn warnings_are_deduplicated_filtered_and_truncated_past_the_budget() {
         let mut records = Records::default();
-        records.warn(Some(vec![
-            "a".into(),
-            "a".into(),
-            String::new(),
-            "bell\u{7}".into(),
-            "b".into(),
-        ]));
+        records.warn(Some(vec!["a".into(), "a".into(), String::new(), "bell\u{7}".into(), "b".into()]));
         assert_eq!(records.warnings(), ["a", "b"]);
         let long = "x".repeat(4000);
         records.warn(Some(vec![long.clone(), "y".repeat(300)]));
         let warnings = records.warnings();
         assert_eq!(warnings.len(), 4);
-        assert_eq!(
-            warnings[2].chars().count(),
-            256,
-            "recorded warnings are cut once the budget is exceeded"
-        );
+        assert_eq!(warnings[2].chars().count(), 256, "recorded warnings are cut once the budget is exceeded");
         assert_eq!(warnings[3].chars().count(), 256);
     }
 }

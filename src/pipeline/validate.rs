@@ -28,10 +28,7 @@ pub async fn fan_out(
     trace: &mut Trace,
 ) -> Result<(), Status> {
     if let Some(reason) = matching::exempt(review) {
-        trace.record(|| Step::Exempt {
-            phase: Phase::Validating,
-            reason: reason.into(),
-        });
+        trace.record(|| Step::Exempt { phase: Phase::Validating, reason: reason.into() });
         return Ok(());
     }
     let resource = review.resource();
@@ -55,9 +52,7 @@ pub async fn fan_out(
         return Err(verdict::timeout());
     }
     let object: Option<&RawValue> = object.raw();
-    let calls = matched
-        .iter()
-        .map(|hook| call::call(hook, review, object, deadline, false));
+    let calls = matched.iter().map(|hook| call::call(hook, review, object, deadline, false));
     let results = join_all(calls).await;
 
     let mut failures = Vec::new();
@@ -70,9 +65,7 @@ pub async fn fan_out(
             }
             Attempt::CallError(error) => match verdict::from_call_error(hook, &error) {
                 Judgement::FailedOpen => {
-                    let key = format!(
-                        "failed-open.validating.webhook.admission.k8s.io/round_0_index_{k}"
-                    );
+                    let key = format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{k}");
                     records.annotate(key, hook.name.clone());
                     format!("failed open (failurePolicy Ignore): {error}")
                 }
@@ -89,8 +82,7 @@ pub async fn fan_out(
                     "allowed".to_owned()
                 } else {
                     let status = verdict::rejection(&hook.name, response.status.as_ref());
-                    let outcome =
-                        format!("denied: {}", status.message.as_deref().unwrap_or_default());
+                    let outcome = format!("denied: {}", status.message.as_deref().unwrap_or_default());
                     failures.push(status);
                     outcome
                 }

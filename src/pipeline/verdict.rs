@@ -22,10 +22,9 @@ pub enum Judgement {
 pub fn from_call_error(hook: &Hook, error: &CallError) -> Judgement {
     match hook.failure_policy {
         FailurePolicy::Ignore => Judgement::FailedOpen,
-        FailurePolicy::Fail => Judgement::Fail(internal_error(&format!(
-            "failed calling webhook {:?}: {error}",
-            hook.name
-        ))),
+        FailurePolicy::Fail => {
+            Judgement::Fail(internal_error(&format!("failed calling webhook {:?}: {error}", hook.name)))
+        }
     }
 }
 
@@ -48,29 +47,21 @@ pub fn rejection(hook_name: &str, result: Option<&Status>) -> Status {
     if status.code.is_none_or(|code| code < 400) {
         status.code = Some(400);
     }
-    if status
-        .status
-        .as_deref()
-        .is_none_or(|s| s.is_empty() || s == "Success")
-    {
+    if status.status.as_deref().is_none_or(|s| s.is_empty() || s == "Success") {
         status.status = Some("Failure".into());
     }
     let denied_by = format!("admission webhook {hook_name:?} denied the request");
-    status.message = Some(
-        match (status.message.as_deref(), status.reason.as_deref()) {
-            (Some(message), _) if !message.is_empty() => format!("{denied_by}: {message}"),
-            (_, Some(reason)) if !reason.is_empty() => format!("{denied_by}: {reason}"),
-            _ => format!("{denied_by} without explanation"),
-        },
-    );
+    status.message = Some(match (status.message.as_deref(), status.reason.as_deref()) {
+        (Some(message), _) if !message.is_empty() => format!("{denied_by}: {message}"),
+        (_, Some(reason)) if !reason.is_empty() => format!("{denied_by}: {reason}"),
+        _ => format!("{denied_by} without explanation"),
+    });
     status
 }
 
 /// A dry-run request to a webhook with side effects (§5.1): 400, not subject to failurePolicy.
 pub fn dry_run_unsupported(hook_name: &str) -> Status {
-    bad_request(&format!(
-        "admission webhook {hook_name:?} does not support dry run"
-    ))
+    bad_request(&format!("admission webhook {hook_name:?} does not support dry run"))
 }
 
 fn bad_request(message: &str) -> Status {
@@ -113,10 +104,7 @@ pub fn several(mut statuses: Vec<Status>) -> Option<Status> {
     if statuses.len() <= 1 {
         return statuses.pop();
     }
-    let messages: Vec<&str> = statuses
-        .iter()
-        .filter_map(|s| s.message.as_deref())
-        .collect();
+    let messages: Vec<&str> = statuses.iter().filter_map(|s| s.message.as_deref()).collect();
     let message = format!("[{}]", messages.join(", "));
     let mut first = statuses.swap_remove(0);
     first.message = Some(message);
@@ -137,11 +125,7 @@ mod tests {
                 "admission webhook \"v.example.com\" denied the request without explanation",
             ),
             (
-                Some(Status {
-                    message: Some("no".into()),
-                    code: Some(200),
-                    ..Status::default()
-                }),
+                Some(Status { message: Some("no".into()), code: Some(200), ..Status::default() }),
                 400,
                 "Failure",
                 "admission webhook \"v.example.com\" denied the request: no",

@@ -33,16 +33,10 @@ impl IncomingReview {
     }
 }
 
-static EMPTY_GVK: GroupVersionKind = GroupVersionKind {
-    group: String::new(),
-    version: String::new(),
-    kind: String::new(),
-};
-static EMPTY_GVR: GroupVersionResource = GroupVersionResource {
-    group: String::new(),
-    version: String::new(),
-    resource: String::new(),
-};
+static EMPTY_GVK: GroupVersionKind =
+    GroupVersionKind { group: String::new(), version: String::new(), kind: String::new() };
+static EMPTY_GVR: GroupVersionResource =
+    GroupVersionResource { group: String::new(), version: String::new(), resource: String::new() };
 
 fn empty_object() -> &'static RawValue {
     static EMPTY: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
@@ -58,9 +52,7 @@ pub enum DecodeError {
     Invalid(#[source] serde_json::Error),
     #[error("expected kind AdmissionReview, got {0:?}")]
     NotAdmissionReview(String),
-    #[error(
-        "unsupported apiVersion {0:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"
-    )]
+    #[error("unsupported apiVersion {0:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1")]
     UnknownVersion(String),
     #[error("AdmissionReview has no request")]
     MissingRequest,
@@ -123,9 +115,7 @@ pub fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
 }
 
 /// Deserializes Go's `[]byte` JSON encoding (standard base64) into bytes.
-pub(crate) fn base64_bytes<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Vec<u8>>, D::Error> {
+pub(crate) fn base64_bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<u8>>, D::Error> {
     let text: Option<String> = Option::deserialize(deserializer)?;
     text.map(|text| {
         base64::engine::general_purpose::STANDARD
@@ -150,10 +140,7 @@ mod tests {
         assert_eq!(review.version, ReviewVersion::V1);
         assert_eq!(review.request.uid, "u1");
         assert_eq!(review.operation(), Operation::Create);
-        assert_eq!(
-            review.request.object.as_ref().unwrap().get(),
-            r#"{"metadata":{"name":"p"}}"#
-        );
+        assert_eq!(review.request.object.as_ref().unwrap().get(), r#"{"metadata":{"name":"p"}}"#);
         assert!(review.request.old_object.is_none());
     }
 
@@ -162,22 +149,13 @@ mod tests {
         let cases: [(&str, &str); 7] = [
             ("{", "not JSON"),
             ("[1]", "not a valid AdmissionReview"),
-            (
-                r#"{"apiVersion":"v1","kind":"Pod"}"#,
-                "expected kind AdmissionReview, got \"Pod\"",
-            ),
+            (r#"{"apiVersion":"v1","kind":"Pod"}"#, "expected kind AdmissionReview, got \"Pod\""),
             (
                 r#"{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview"}"#,
                 "unsupported apiVersion \"admission.k8s.io/v2\"",
             ),
-            (
-                r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
-                "has no request",
-            ),
-            (
-                r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}"#,
-                "has no uid",
-            ),
+            (r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#, "has no request"),
+            (r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}"#, "has no uid"),
             (&POD.replace("CREATE", "GET"), "unknown variant `GET`"),
         ];
         for (body, expected) in cases {

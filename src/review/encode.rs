@@ -48,10 +48,7 @@ struct Response<'a> {
 
 /// The answer as an AdmissionReview in `version`, echoing the caller's `uid`.
 pub fn answer(version: ReviewVersion, uid: &str, answer: &Answer) -> Vec<u8> {
-    let patch = answer
-        .patch
-        .as_ref()
-        .map(|patch| base64::engine::general_purpose::STANDARD.encode(patch));
+    let patch = answer.patch.as_ref().map(|patch| base64::engine::general_purpose::STANDARD.encode(patch));
     let response = Response {
         uid,
         allowed: answer.allowed,
@@ -83,8 +80,7 @@ pub fn request(version: ReviewVersion, request: &OutgoingRequest<'_>) -> Vec<u8>
 
 fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
     // Serializing these types cannot fail: every map key is a string and every raw value valid JSON.
-    serde_json::to_vec(value)
-        .unwrap_or_else(|error| unreachable!("AdmissionReview encoding failed: {error}"))
+    serde_json::to_vec(value).unwrap_or_else(|error| unreachable!("AdmissionReview encoding failed: {error}"))
 }
 
 #[cfg(test)]

@@ -32,34 +32,32 @@ impl Metrics {
 
     pub fn render(&self, snapshot: &Snapshot) -> String {
         let mut out = String::new();
-        out.push_str("# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n");
+        out.push_str(
+            "# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n",
+        );
         out.push_str("# TYPE admission_gateway_reviews_total counter\n");
-        for ((stage, allowed), count) in self
-            .reviews
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            let _ = writeln!(out, "admission_gateway_reviews_total{{stage=\"{stage}\",allowed=\"{allowed}\"}} {count}");
+        for ((stage, allowed), count) in self.reviews.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = writeln!(
+                out,
+                "admission_gateway_reviews_total{{stage=\"{stage}\",allowed=\"{allowed}\"}} {count}"
+            );
         }
         out.push_str("# HELP admission_gateway_bad_requests_total Requests refused before dispatch (4xx), by reason.\n");
         out.push_str("# TYPE admission_gateway_bad_requests_total counter\n");
-        for ((stage, reason), count) in self
-            .bad_requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            let _ = writeln!(out, "admission_gateway_bad_requests_total{{stage=\"{stage}\",reason=\"{reason}\"}} {count}");
+        for ((stage, reason), count) in self.bad_requests.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = writeln!(
+                out,
+                "admission_gateway_bad_requests_total{{stage=\"{stage}\",reason=\"{reason}\"}} {count}"
+            );
         }
-        out.push_str("# HELP admission_gateway_config_generation Generation of the configuration being served.\n");
-        out.push_str("# TYPE admission_gateway_config_generation gauge\n");
-        let _ = writeln!(
-            out,
-            "admission_gateway_config_generation {}",
-            snapshot.generation
+        out.push_str(
+            "# HELP admission_gateway_config_generation Generation of the configuration being served.\n",
         );
-        out.push_str("# HELP admission_gateway_config_webhooks Webhooks in the configuration being served.\n");
+        out.push_str("# TYPE admission_gateway_config_generation gauge\n");
+        let _ = writeln!(out, "admission_gateway_config_generation {}", snapshot.generation);
+        out.push_str(
+            "# HELP admission_gateway_config_webhooks Webhooks in the configuration being served.\n",
+        );
         out.push_str("# TYPE admission_gateway_config_webhooks gauge\n");
         let _ = writeln!(
             out,
@@ -71,9 +69,7 @@ impl Metrics {
             "admission_gateway_config_webhooks{{type=\"validating\"}} {}",
             snapshot.validating.len()
         );
-        out.push_str(
-            "# HELP admission_gateway_config_reloads_total Configuration reloads, by result.\n",
-        );
+        out.push_str("# HELP admission_gateway_config_reloads_total Configuration reloads, by result.\n");
         out.push_str("# TYPE admission_gateway_config_reloads_total counter\n");
         let _ = writeln!(
             out,

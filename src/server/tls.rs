@@ -18,19 +18,13 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: no PEM certificate found")]
     NoCertificate { path: PathBuf },
     #[error("{path}: invalid PEM: {message}")]
     Pem { path: PathBuf, message: String },
     #[error("{path}: unusable private key: {source}")]
-    Key {
-        path: PathBuf,
-        source: rustls::Error,
-    },
+    Key { path: PathBuf, source: rustls::Error },
 }
 
 /// Serves whichever certificate was loaded last.
@@ -83,10 +77,7 @@ impl ReloadingCert {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
+    std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_path_buf(), source })
 }
 
 fn certified_key(
@@ -97,25 +88,15 @@ fn certified_key(
 ) -> Result<CertifiedKey, TlsError> {
     let chain = CertificateDer::pem_slice_iter(cert)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::Pem {
-            path: cert_path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| TlsError::Pem { path: cert_path.to_path_buf(), message: e.to_string() })?;
     if chain.is_empty() {
-        return Err(TlsError::NoCertificate {
-            path: cert_path.to_path_buf(),
-        });
+        return Err(TlsError::NoCertificate { path: cert_path.to_path_buf() });
     }
-    let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsError::Pem {
-        path: key_path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let key = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| TlsError::Pem { path: key_path.to_path_buf(), message: e.to_string() })?;
     let provider = rustls::crypto::ring::default_provider();
-    let certified =
-        CertifiedKey::from_der(chain, key, &provider).map_err(|source| TlsError::Key {
-            path: key_path.to_path_buf(),
-            source,
-        })?;
+    let certified = CertifiedKey::from_der(chain, key, &provider)
+        .map_err(|source| TlsError::Key { path: key_path.to_path_buf(), source })?;
     Ok(certified)
 }
 

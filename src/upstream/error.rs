@@ -30,10 +30,7 @@ pub enum CallError {
     UndecodablePatch(String),
     /// Carries the rejection-style status the API server builds for it (for its code).
     #[error("unsupported patch type {patch_type:?}")]
-    UnsupportedPatchType {
-        patch_type: String,
-        status: Box<Status>,
-    },
+    UnsupportedPatchType { patch_type: String, status: Box<Status> },
 }
 
 impl CallError {
@@ -43,10 +40,9 @@ impl CallError {
             Self::NoKnownReviewVersion | Self::SideEffectsNil => 400,
             Self::NoClient(_) => 500,
             Self::HttpStatus { code, .. } => *code,
-            Self::UnsupportedPatchType { status, .. } => status
-                .code
-                .and_then(|c| u16::try_from(c).ok())
-                .unwrap_or(400),
+            Self::UnsupportedPatchType { status, .. } => {
+                status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(400)
+            }
             Self::Transport { .. }
             | Self::Timeout { .. }
             | Self::Decode(_)
@@ -75,31 +71,16 @@ impl CallError {
 /// client-go's error for an answer outside 200–206 (`NewGenericServerResponse`): a JSON
 /// `Status` with `status: Failure` is used as-is, otherwise a fixed text per code, into which
 /// a text body (at most 2 KiB, trimmed) is quoted for 403, 415 and 5xx.
-pub(super) fn http_status(
-    status: http::StatusCode,
-    content_type: Option<&str>,
-    body: &[u8],
-) -> CallError {
+pub(super) fn http_status(status: http::StatusCode, content_type: Option<&str>, body: &[u8]) -> CallError {
     let code = status.as_u16();
-    if let Ok(Status {
-        status: Some(s),
-        message,
-        ..
-    }) = serde_json::from_slice::<Status>(body)
-    {
+    if let Ok(Status { status: Some(s), message, .. }) = serde_json::from_slice::<Status>(body) {
         if s == "Failure" {
-            return CallError::HttpStatus {
-                code,
-                message: message.unwrap_or_default(),
-            };
+            return CallError::HttpStatus { code, message: message.unwrap_or_default() };
         }
     }
-    let is_text =
-        content_type.is_none_or(|ct| ct.trim().is_empty() || ct.trim_start().starts_with("text/"));
+    let is_text = content_type.is_none_or(|ct| ct.trim().is_empty() || ct.trim_start().starts_with("text/"));
     let server_message = if is_text {
-        String::from_utf8_lossy(&body[..body.len().min(2048)])
-            .trim()
-            .to_owned()
+        String::from_utf8_lossy(&body[..body.len().min(2048)]).trim().to_owned()
     } else {
         "unknown".to_owned()
     };
@@ -140,7 +121,8 @@ pub(super) fn describe(error: &hyper_util::client::legacy::Error, authority: &st
             if let rustls::Error::InvalidCertificate(certificate) = tls {
                 return match certificate {
                     rustls::CertificateError::UnknownIssuer => {
-                        "tls: failed to verify certificate: x509: certificate signed by unknown authority".to_owned()
+                        "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+                            .to_owned()
                     }
                     other => format!("tls: failed to verify certificate: x509: {other:?}"),
                 };
@@ -178,12 +160,7 @@ mod tests {
                 r#"an error on the server ("unknown") has prevented the request from succeeding"#,
             ),
             (403, None, "nope", "nope"),
-            (
-                404,
-                Some("text/plain"),
-                "x",
-                "the server could not find the requested resource",
-            ),
+            (404, Some("text/plain"), "x", "the server could not find the requested resource"),
             (
                 418,
                 Some("text/plain"),
@@ -198,16 +175,8 @@ mod tests {
             ),
         ];
         for (code, content_type, body, expected) in cases {
-            let error = http_status(
-                http::StatusCode::from_u16(code).unwrap(),
-                content_type,
-                body.as_bytes(),
-            );
-            assert_eq!(
-                error.to_string(),
-                format!("failed to call webhook: {expected}"),
-                "{code} {body}"
-            );
+            let error = http_status(http::StatusCode::from_u16(code).unwrap(), content_type, body.as_bytes());
+            assert_eq!(error.to_string(), format!("failed to call webhook: {expected}"), "{code} {body}");
             assert_eq!(error.code(), code);
         }
     }

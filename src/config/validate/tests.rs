@@ -18,9 +18,7 @@ use Severity::{Error as E, Warning as W};
 /// and the DER's leading SEQUENCE tag are looked at.
 fn ca_bundle() -> String {
     let der = STANDARD.encode([0x30, 0x03, 0x02, 0x01, 0x01]);
-    STANDARD.encode(format!(
-        "-----BEGIN CERTIFICATE-----\n{der}\n-----END CERTIFICATE-----\n"
-    ))
+    STANDARD.encode(format!("-----BEGIN CERTIFICATE-----\n{der}\n-----END CERTIFICATE-----\n"))
 }
 
 /// A fully set, valid webhook, as defaulting leaves it.
@@ -62,18 +60,13 @@ fn baseline() -> WebhookConfiguration {
             labels: BTreeMap::from([("team".to_owned(), "platform".to_owned())]),
             annotations: BTreeMap::from([("Example.com/Owner".to_owned(), "x".to_owned())]),
         },
-        webhooks: vec![
-            hook("first.hooks.example.com", url),
-            hook("second.hooks.example.com", service),
-        ],
+        webhooks: vec![hook("first.hooks.example.com", url), hook("second.hooks.example.com", service)],
     }
 }
 
 fn conditions(names: &[&str]) -> Option<Vec<MatchCondition>> {
-    let conditions = names.iter().map(|name| MatchCondition {
-        name: (*name).to_owned(),
-        expression: "true".to_owned(),
-    });
+    let conditions =
+        names.iter().map(|name| MatchCondition { name: (*name).to_owned(), expression: "true".to_owned() });
     Some(conditions.collect())
 }
 
@@ -83,11 +76,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 
 /// One mutation of the baseline and every finding it must produce, in order:
 /// `(field, severity, message prefix)`.
-type Case = (
-    &'static str,
-    fn(&mut WebhookConfiguration),
-    &'static [(&'static str, Severity, &'static str)],
-);
+type Case = (&'static str, fn(&mut WebhookConfiguration), &'static [(&'static str, Severity, &'static str)]);
 
 #[track_caller]
 fn check(cases: &[Case]) {
@@ -95,19 +84,11 @@ fn check(cases: &[Case]) {
         let mut config = baseline();
         mutate(&mut config);
         let findings = configuration(&config);
-        let got: Vec<(&str, Severity, &str)> = findings
-            .iter()
-            .map(|f| (f.field.as_str(), f.severity, f.message.as_str()))
-            .collect();
+        let got: Vec<(&str, Severity, &str)> =
+            findings.iter().map(|f| (f.field.as_str(), f.severity, f.message.as_str())).collect();
         let matches = got.len() == expected.len()
-            && got
-                .iter()
-                .zip(expected.iter())
-                .all(|(g, e)| g.0 == e.0 && g.1 == e.1 && g.2.starts_with(e.2));
-        assert!(
-            matches,
-            "case {name:?}:\n  expected {expected:#?}\n  got {got:#?}"
-        );
+            && got.iter().zip(expected.iter()).all(|(g, e)| g.0 == e.0 && g.1 == e.1 && g.2.starts_with(e.2));
+        assert!(matches, "case {name:?}:\n  expected {expected:#?}\n  got {got:#?}");
     }
 }
 
@@ -123,12 +104,7 @@ fn valid_configurations_have_no_findings() {
                 (h.namespace_selector, h.object_selector) = (None, None);
                 (h.reinvocation_policy, h.client_config.ca_bundle) = (None, None);
                 c.webhooks[0].rules[0].scope = None;
-                c.webhooks[1]
-                    .client_config
-                    .service
-                    .as_mut()
-                    .expect("service")
-                    .path = None;
+                c.webhooks[1].client_config.service.as_mut().expect("service").path = None;
             },
             &[],
         ),
@@ -162,11 +138,7 @@ fn valid_configurations_have_no_findings() {
             },
             &[],
         ),
-        (
-            "empty matchConditions list",
-            |c| c.webhooks[0].match_conditions = Some(Vec::new()),
-            &[],
-        ),
+        ("empty matchConditions list", |c| c.webhooks[0].match_conditions = Some(Vec::new()), &[]),
         (
             "upstream quirk: `*` after a plain resource",
             |c| {
@@ -182,12 +154,7 @@ fn valid_configurations_have_no_findings() {
                 (rule.api_groups, rule.api_versions) = (strings(&["*"]), strings(&["*"]));
                 rule.resources = strings(&["*/*"]);
                 c.webhooks[0].client_config.url = Some("https://[fd00::1]:8443/hook".to_owned());
-                c.webhooks[1]
-                    .client_config
-                    .service
-                    .as_mut()
-                    .expect("service")
-                    .path = Some("/".to_owned());
+                c.webhooks[1].client_config.service.as_mut().expect("service").path = Some("/".to_owned());
             },
             &[],
         ),
@@ -205,58 +172,32 @@ fn names() {
         (
             "no metadata.name",
             |c| c.metadata.name.clear(),
-            &[(
-                "metadata.name",
-                E,
-                "Required value: name or generateName is required",
-            )],
+            &[("metadata.name", E, "Required value: name or generateName is required")],
         ),
         (
             "metadata.name not a subdomain",
             |c| c.metadata.name = "Pod_Policy".to_owned(),
-            &[(
-                "metadata.name",
-                E,
-                "Invalid value: \"Pod_Policy\": a lowercase RFC 1123 subdomain",
-            )],
+            &[("metadata.name", E, "Invalid value: \"Pod_Policy\": a lowercase RFC 1123 subdomain")],
         ),
         (
             "bad metadata label value",
             |c| {
                 c.metadata.labels.insert("team".to_owned(), "-x".to_owned());
             },
-            &[(
-                "metadata.labels",
-                E,
-                "Invalid value: \"-x\": a valid label must be an empty string",
-            )],
+            &[("metadata.labels", E, "Invalid value: \"-x\": a valid label must be an empty string")],
         ),
         (
             "bad metadata annotation key",
             |c| {
-                c.metadata
-                    .annotations
-                    .insert("a/b/c".to_owned(), String::new());
+                c.metadata.annotations.insert("a/b/c".to_owned(), String::new());
             },
-            &[(
-                "metadata.annotations",
-                E,
-                "Invalid value: \"a/b/c\": a valid label key must",
-            )],
+            &[("metadata.annotations", E, "Invalid value: \"a/b/c\": a valid label key must")],
         ),
-        (
-            "no hook name",
-            |c| c.webhooks[0].name.clear(),
-            &[("webhooks[0].name", E, "Required value")],
-        ),
+        ("no hook name", |c| c.webhooks[0].name.clear(), &[("webhooks[0].name", E, "Required value")]),
         (
             "hook name not a subdomain",
             |c| c.webhooks[0].name = "First.example.com".to_owned(),
-            &[(
-                "webhooks[0].name",
-                E,
-                "Invalid value: \"First.example.com\": a lowercase RFC 1123",
-            )],
+            &[("webhooks[0].name", E, "Invalid value: \"First.example.com\": a lowercase RFC 1123")],
         ),
         (
             "hook name with two segments",
@@ -271,11 +212,7 @@ fn names() {
         (
             "duplicate hook name",
             |c| c.webhooks[1].name = c.webhooks[0].name.clone(),
-            &[(
-                "webhooks[1].name",
-                E,
-                "Duplicate value: \"first.hooks.example.com\"",
-            )],
+            &[("webhooks[1].name", E, "Duplicate value: \"first.hooks.example.com\"")],
         ),
     ];
     check(cases);
@@ -283,10 +220,7 @@ fn names() {
     let mut config = baseline();
     config.webhooks[0].name = "a_b.example.com".to_owned();
     let message = &configuration(&config)[0].message;
-    assert_eq!(
-        message,
-        &format!("Invalid value: \"a_b.example.com\": {SUBDOMAIN}")
-    );
+    assert_eq!(message, &format!("Invalid value: \"a_b.example.com\": {SUBDOMAIN}"));
 }
 
 #[test]
@@ -344,22 +278,10 @@ fn go_url_parse_errors() {
             "https://hooks.example.com:x/",
             "parse \"https://hooks.example.com:x/\": invalid port \":x\" after host",
         ),
-        (
-            "://hooks.example.com",
-            "parse \"://hooks.example.com\": missing protocol scheme",
-        ),
-        (
-            "https://[fd00::1/",
-            "parse \"https://[fd00::1/\": missing ']' in host",
-        ),
-        (
-            "https://[hooks.example.com]/",
-            "parse \"https://[hooks.example.com]/\": invalid IP-literal",
-        ),
-        (
-            "https://%41.example.com/",
-            "parse \"https://%41.example.com/\": invalid URL escape \"%41\"",
-        ),
+        ("://hooks.example.com", "parse \"://hooks.example.com\": missing protocol scheme"),
+        ("https://[fd00::1/", "parse \"https://[fd00::1/\": missing ']' in host"),
+        ("https://[hooks.example.com]/", "parse \"https://[hooks.example.com]/\": invalid IP-literal"),
+        ("https://%41.example.com/", "parse \"https://%41.example.com/\": invalid URL escape \"%41\""),
         (
             "https://hooks.example.com/%zz",
             "parse \"https://hooks.example.com/%zz\": invalid URL escape \"%zz\"",
@@ -377,10 +299,7 @@ fn go_url_parse_errors() {
         ("/a:b", ""),
         ("a/b:c", ""),
         ("b:c/d", ""),
-        (
-            "1a:b/c",
-            "parse \"1a:b/c\": first path segment in URL cannot contain colon",
-        ),
+        ("1a:b/c", "parse \"1a:b/c\": first path segment in URL cannot contain colon"),
         (
             "https://hooks.example.com/#%zz",
             "parse \"https://hooks.example.com/#%zz\": invalid URL escape \"%zz\"",
@@ -395,10 +314,7 @@ fn go_url_parse_errors() {
         (url.scheme.as_str(), url.user.as_deref(), url.host.as_str()),
         ("https", Some("us%40er"), "[fe80::1%eth0]:8443")
     );
-    assert_eq!(
-        (url.raw_query.as_str(), url.fragment.as_str()),
-        ("q", "f g")
-    );
+    assert_eq!((url.raw_query.as_str(), url.fragment.as_str()), ("q", "f g"));
 }
 
 #[test]
@@ -443,35 +359,92 @@ fn rules() {
 #[test]
 fn policies_side_effects_and_timeouts() {
     let cases: &[Case] = &[
-        ("unknown failurePolicy", |c| c.webhooks[0].failure_policy = Some("Sometimes".into()),
-            &[("webhooks[0].failurePolicy", E, "Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"")]),
-        ("unknown matchPolicy", |c| c.webhooks[0].match_policy = Some("Fuzzy".into()),
-            &[("webhooks[0].matchPolicy", E, "Unsupported value: \"Fuzzy\": supported values: \"Equivalent\", \"Exact\"")]),
-        ("unknown reinvocationPolicy", |c| c.webhooks[0].reinvocation_policy = Some("Always".into()),
-            &[("webhooks[0].reinvocationPolicy", E, "Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\"")]),
-        ("reinvocationPolicy on a validating webhook", |c| {
-            c.kind = WebhookKind::Validating;
-            c.webhooks[1].reinvocation_policy = None;
-        }, &[("webhooks[0].reinvocationPolicy", E, "Forbidden: not supported for validating webhooks")]),
-        ("no sideEffects", |c| c.webhooks[0].side_effects = None,
-            &[("webhooks[0].sideEffects", E, "Required value: must specify one of None, NoneOnDryRun")]),
-        ("legacy sideEffects Unknown", |c| c.webhooks[0].side_effects = Some("Unknown".into()),
-            &[("webhooks[0].sideEffects", W, "Unsupported value: \"Unknown\": supported values: \"None\", \"NoneOnDryRun\" (legacy value")]),
-        ("legacy sideEffects Some", |c| c.webhooks[0].side_effects = Some("Some".into()),
-            &[("webhooks[0].sideEffects", W, "Unsupported value: \"Some\"")]),
-        ("unknown sideEffects", |c| c.webhooks[0].side_effects = Some("Maybe".into()),
-            &[("webhooks[0].sideEffects", E, "Unsupported value: \"Maybe\": supported values: \"None\", \"NoneOnDryRun\"")]),
-        ("timeout 0", |c| c.webhooks[0].timeout_seconds = Some(0),
-            &[("webhooks[0].timeoutSeconds", E, "Invalid value: 0: the timeout value must be between 1 and 30 seconds")]),
-        ("timeout 40", |c| c.webhooks[0].timeout_seconds = Some(40),
-            &[("webhooks[0].timeoutSeconds", E, "Invalid value: 40: the timeout value must be between 1 and 30 seconds")]),
+        (
+            "unknown failurePolicy",
+            |c| c.webhooks[0].failure_policy = Some("Sometimes".into()),
+            &[(
+                "webhooks[0].failurePolicy",
+                E,
+                "Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"",
+            )],
+        ),
+        (
+            "unknown matchPolicy",
+            |c| c.webhooks[0].match_policy = Some("Fuzzy".into()),
+            &[(
+                "webhooks[0].matchPolicy",
+                E,
+                "Unsupported value: \"Fuzzy\": supported values: \"Equivalent\", \"Exact\"",
+            )],
+        ),
+        (
+            "unknown reinvocationPolicy",
+            |c| c.webhooks[0].reinvocation_policy = Some("Always".into()),
+            &[(
+                "webhooks[0].reinvocationPolicy",
+                E,
+                "Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\"",
+            )],
+        ),
+        (
+            "reinvocationPolicy on a validating webhook",
+            |c| {
+                c.kind = WebhookKind::Validating;
+                c.webhooks[1].reinvocation_policy = None;
+            },
+            &[("webhooks[0].reinvocationPolicy", E, "Forbidden: not supported for validating webhooks")],
+        ),
+        (
+            "no sideEffects",
+            |c| c.webhooks[0].side_effects = None,
+            &[("webhooks[0].sideEffects", E, "Required value: must specify one of None, NoneOnDryRun")],
+        ),
+        (
+            "legacy sideEffects Unknown",
+            |c| c.webhooks[0].side_effects = Some("Unknown".into()),
+            &[(
+                "webhooks[0].sideEffects",
+                W,
+                "Unsupported value: \"Unknown\": supported values: \"None\", \"NoneOnDryRun\" (legacy value",
+            )],
+        ),
+        (
+            "legacy sideEffects Some",
+            |c| c.webhooks[0].side_effects = Some("Some".into()),
+            &[("webhooks[0].sideEffects", W, "Unsupported value: \"Some\"")],
+        ),
+        (
+            "unknown sideEffects",
+            |c| c.webhooks[0].side_effects = Some("Maybe".into()),
+            &[(
+                "webhooks[0].sideEffects",
+                E,
+                "Unsupported value: \"Maybe\": supported values: \"None\", \"NoneOnDryRun\"",
+            )],
+        ),
+        (
+            "timeout 0",
+            |c| c.webhooks[0].timeout_seconds = Some(0),
+            &[(
+                "webhooks[0].timeoutSeconds",
+                E,
+                "Invalid value: 0: the timeout value must be between 1 and 30 seconds",
+            )],
+        ),
+        (
+            "timeout 40",
+            |c| c.webhooks[0].timeout_seconds = Some(40),
+            &[(
+                "webhooks[0].timeoutSeconds",
+                E,
+                "Invalid value: 40: the timeout value must be between 1 and 30 seconds",
+            )],
+        ),
     ];
     check(cases);
     let mut config = baseline();
     config.webhooks[0].side_effects = Some("Unknown".to_owned());
-    assert!(configuration(&config)[0]
-        .message
-        .ends_with("will be rejected)"));
+    assert!(configuration(&config)[0].message.ends_with("will be rejected)"));
 }
 
 #[test]
@@ -532,11 +505,7 @@ fn selectors() {
                 let selector = c.webhooks[0].namespace_selector.as_mut().expect("selector");
                 selector.match_expressions[0].key = "bad key".to_owned();
             },
-            &[(
-                "webhooks[0].namespaceSelector.matchExpressions[0].key",
-                E,
-                KEY,
-            )],
+            &[("webhooks[0].namespaceSelector.matchExpressions[0].key", E, KEY)],
         ),
         (
             "bad value",
@@ -551,23 +520,15 @@ fn selectors() {
             "bad matchLabels value",
             |c| {
                 let selector = c.webhooks[0].object_selector.as_mut().expect("selector");
-                selector
-                    .match_labels
-                    .insert("app".to_owned(), "a".repeat(64));
+                selector.match_labels.insert("app".to_owned(), "a".repeat(64));
             },
-            &[(
-                "webhooks[0].objectSelector.matchLabels",
-                E,
-                "Invalid value: \"aaaa",
-            )],
+            &[("webhooks[0].objectSelector.matchLabels", E, "Invalid value: \"aaaa")],
         ),
         (
             "empty matchLabels key prefix",
             |c| {
                 let selector = c.webhooks[0].object_selector.as_mut().expect("selector");
-                selector
-                    .match_labels
-                    .insert("/app".to_owned(), String::new());
+                selector.match_labels.insert("/app".to_owned(), String::new());
             },
             &[(
                 "webhooks[0].objectSelector.matchLabels",
@@ -578,23 +539,13 @@ fn selectors() {
     ];
     check(cases);
     let mut config = baseline();
-    let selector = config.webhooks[0]
-        .object_selector
-        .as_mut()
-        .expect("selector");
-    selector
-        .match_labels
-        .insert("app".to_owned(), "a".repeat(64));
-    assert!(configuration(&config)[0]
-        .message
-        .ends_with(": must be no more than 63 bytes"));
+    let selector = config.webhooks[0].object_selector.as_mut().expect("selector");
+    selector.match_labels.insert("app".to_owned(), "a".repeat(64));
+    assert!(configuration(&config)[0].message.ends_with(": must be no more than 63 bytes"));
 }
 
 fn set_expression(config: &mut WebhookConfiguration, operator: &str, values: &[&str]) {
-    let selector = config.webhooks[0]
-        .namespace_selector
-        .as_mut()
-        .expect("selector");
+    let selector = config.webhooks[0].namespace_selector.as_mut().expect("selector");
     selector.match_expressions[0].operator = operator.to_owned();
     selector.match_expressions[0].values = strings(values);
 }
@@ -607,29 +558,17 @@ fn admission_review_versions_and_match_conditions() {
         (
             "no admissionReviewVersions",
             |c| c.webhooks[0].admission_review_versions = None,
-            &[(
-                "webhooks[0].admissionReviewVersions",
-                E,
-                "Required value: must specify one of v1, v1beta1",
-            )],
+            &[("webhooks[0].admissionReviewVersions", E, "Required value: must specify one of v1, v1beta1")],
         ),
         (
             "empty admissionReviewVersions",
             |c| c.webhooks[0].admission_review_versions = Some(Vec::new()),
-            &[(
-                "webhooks[0].admissionReviewVersions",
-                E,
-                "Required value: must specify one of v1, v1beta1",
-            )],
+            &[("webhooks[0].admissionReviewVersions", E, "Required value: must specify one of v1, v1beta1")],
         ),
         (
             "duplicate version",
             |c| c.webhooks[0].admission_review_versions = Some(strings(&["v1", "v1"])),
-            &[(
-                "webhooks[0].admissionReviewVersions[1]",
-                E,
-                "Invalid value: \"v1\": duplicate version",
-            )],
+            &[("webhooks[0].admissionReviewVersions[1]", E, "Invalid value: \"v1\": duplicate version")],
         ),
         (
             "version not a DNS-1035 label",
@@ -662,37 +601,19 @@ fn admission_review_versions_and_match_conditions() {
                 c.webhooks[0].match_conditions = conditions(&names);
             },
             &[
-                (
-                    "webhooks[0].matchConditions",
-                    E,
-                    "Forbidden: matchConditions (CEL)",
-                ),
-                (
-                    "webhooks[0].matchConditions",
-                    E,
-                    "Too many: 65: must have at most 64 items",
-                ),
+                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
+                ("webhooks[0].matchConditions", E, "Too many: 65: must have at most 64 items"),
             ],
         ),
         (
             "empty condition",
             |c| {
-                c.webhooks[0].match_conditions = Some(vec![MatchCondition {
-                    name: String::new(),
-                    expression: " \n".to_owned(),
-                }]);
+                c.webhooks[0].match_conditions =
+                    Some(vec![MatchCondition { name: String::new(), expression: " \n".to_owned() }]);
             },
             &[
-                (
-                    "webhooks[0].matchConditions",
-                    E,
-                    "Forbidden: matchConditions (CEL)",
-                ),
-                (
-                    "webhooks[0].matchConditions[0].expression",
-                    E,
-                    "Required value",
-                ),
+                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
+                ("webhooks[0].matchConditions[0].expression", E, "Required value"),
                 ("webhooks[0].matchConditions[0].name", E, "Required value"),
             ],
         ),
@@ -700,11 +621,7 @@ fn admission_review_versions_and_match_conditions() {
             "condition name not qualified",
             |c| c.webhooks[0].match_conditions = conditions(&["a b"]),
             &[
-                (
-                    "webhooks[0].matchConditions",
-                    E,
-                    "Forbidden: matchConditions (CEL)",
-                ),
+                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
                 (
                     "webhooks[0].matchConditions[0].name",
                     E,
@@ -716,16 +633,8 @@ fn admission_review_versions_and_match_conditions() {
             "duplicate condition names",
             |c| c.webhooks[0].match_conditions = conditions(&["x", "x"]),
             &[
-                (
-                    "webhooks[0].matchConditions",
-                    E,
-                    "Forbidden: matchConditions (CEL)",
-                ),
-                (
-                    "webhooks[0].matchConditions[1].name",
-                    E,
-                    "Duplicate value: \"x\"",
-                ),
+                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
+                ("webhooks[0].matchConditions[1].name", E, "Duplicate value: \"x\""),
             ],
         ),
     ];
@@ -742,97 +651,45 @@ fn findings_name_their_webhook() {
     let findings = configuration(&config);
     let webhooks: Vec<Option<&str>> = findings.iter().map(|f| f.webhook.as_deref()).collect();
     // metadata.name; hook 0's name and failurePolicy (no name to give); hook 1's timeout.
-    assert_eq!(
-        webhooks,
-        [None, None, None, Some("second.hooks.example.com")]
-    );
+    assert_eq!(webhooks, [None, None, None, Some("second.hooks.example.com")]);
 }
 
 #[test]
 fn namespaces() {
     let ns = |name: &str, labels: &[(&str, &str)]| Namespace {
         name: name.to_owned(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        labels: labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
     };
     let label = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters";
     let cases: &[(Namespace, &[(&str, &str)])] = &[
-        (
-            ns("team-a", &[("kubernetes.io/metadata.name", "team-a")]),
-            &[],
-        ),
-        (
-            ns("", &[]),
-            &[(
-                "metadata.name",
-                "Required value: name or generateName is required",
-            )],
-        ),
-        (
-            ns("team.a", &[]),
-            &[(
-                "metadata.name",
-                "Invalid value: \"team.a\": must not contain dots",
-            )],
-        ),
-        (
-            ns("Team-A", &[]),
-            &[(
-                "metadata.name",
-                "Invalid value: \"Team-A\": a lowercase RFC 1123 label",
-            )],
-        ),
-        (
-            ns(&"a".repeat(64), &[]),
-            &[("metadata.name", "Invalid value: \"aaaa")],
-        ),
+        (ns("team-a", &[("kubernetes.io/metadata.name", "team-a")]), &[]),
+        (ns("", &[]), &[("metadata.name", "Required value: name or generateName is required")]),
+        (ns("team.a", &[]), &[("metadata.name", "Invalid value: \"team.a\": must not contain dots")]),
+        (ns("Team-A", &[]), &[("metadata.name", "Invalid value: \"Team-A\": a lowercase RFC 1123 label")]),
+        (ns(&"a".repeat(64), &[]), &[("metadata.name", "Invalid value: \"aaaa")]),
         (
             ns("team-a", &[("example.com/", "x")]),
             &[
-                (
-                    "metadata.labels",
-                    "Invalid value: \"example.com/\": name part must be non-empty",
-                ),
-                (
-                    "metadata.labels",
-                    "Invalid value: \"example.com/\": name part must consist of",
-                ),
+                ("metadata.labels", "Invalid value: \"example.com/\": name part must be non-empty"),
+                ("metadata.labels", "Invalid value: \"example.com/\": name part must consist of"),
             ],
         ),
         (
             ns("team-a", &[("tier", "front end")]),
-            &[(
-                "metadata.labels",
-                "Invalid value: \"front end\": a valid label must be",
-            )],
+            &[("metadata.labels", "Invalid value: \"front end\": a valid label must be")],
         ),
     ];
     for (namespace_object, expected) in cases {
         let findings: Vec<Finding> = namespace(namespace_object);
-        let got: Vec<(&str, &str)> = findings
-            .iter()
-            .map(|f| (f.field.as_str(), f.message.as_str()))
-            .collect();
+        let got: Vec<(&str, &str)> =
+            findings.iter().map(|f| (f.field.as_str(), f.message.as_str())).collect();
         let matches = got.len() == expected.len()
-            && got
-                .iter()
-                .zip(expected.iter())
-                .all(|(g, e)| g.0 == e.0 && g.1.starts_with(e.1));
-        assert!(
-            matches,
-            "{:?}: expected {expected:?}, got {got:?}",
-            namespace_object.name
-        );
-        assert!(findings
-            .iter()
-            .all(|f| f.severity == E && f.webhook.is_none()));
+            && got.iter().zip(expected.iter()).all(|(g, e)| g.0 == e.0 && g.1.starts_with(e.1));
+        assert!(matches, "{:?}: expected {expected:?}, got {got:?}", namespace_object.name);
+        assert!(findings.iter().all(|f| f.severity == E && f.webhook.is_none()));
     }
     let long = namespace(&ns(&"a".repeat(64), &[]));
-    assert!(long[0]
-        .message
-        .ends_with(": must be no more than 63 characters"));
+    assert!(long[0].message.ends_with(": must be no more than 63 characters"));
     let upper = namespace(&ns("Team-A", &[]));
     assert!(upper[0].message.contains(label));
 }

@@ -45,23 +45,20 @@ type Operation = BTreeMap<String, Box<RawValue>>;
 
 /// A decoded patch: Go's `jsonpatch.Patch`.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Patch {
+pub struct Patch {
     /// `None` is a `null` array element (Go: a nil `Operation`), which fails to apply.
     operations: Vec<Option<Operation>>,
 }
 
 /// Why a webhook's patch is not a JSON Patch; the text is Go's `json.Unmarshal` error.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DecodeError {
+pub enum DecodeError {
     /// Go's `*json.SyntaxError`, e.g. `invalid character 'x' looking for beginning of value`.
     #[error("{0}")]
     Syntax(String),
     /// Go's `*json.UnmarshalTypeError`: the patch is not an array, or an element not an object.
     #[error("json: cannot unmarshal {found} into Go value of type {target}")]
-    Type {
-        found: &'static str,
-        target: &'static str,
-    },
+    Type { found: &'static str, target: &'static str },
     /// Valid for Go but not for `serde_json` (see the module documentation).
     #[error(transparent)]
     Unsupported(serde_json::Error),
@@ -69,17 +66,13 @@ pub(crate) enum DecodeError {
 
 /// Why a patch does not apply; the text is `evanphx/json-patch`'s, wrapping included.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ApplyError {
+pub enum ApplyError {
     #[error("json: cannot unmarshal {0} into Go value of type jsonpatch.partialDoc")]
     DocumentNotContainer(&'static str),
     #[error("Unexpected kind: {0}")]
     UnexpectedKind(String),
     #[error("{op} operation failed to decode {field}: {cause}")]
-    Undecodable {
-        op: &'static str,
-        field: &'static str,
-        cause: FieldError,
-    },
+    Undecodable { op: &'static str, field: &'static str, cause: FieldError },
     /// `add` and `remove`.
     #[error("{op} operation does not apply: doc is missing path: \"{path}\": missing value")]
     MissingPath { op: &'static str, path: String },
@@ -97,17 +90,11 @@ pub(crate) enum ApplyError {
     #[error("{op} operation does not apply: doc is missing from path: {from}: missing value")]
     MissingFrom { op: &'static str, from: String },
     /// `move` and `copy`.
-    #[error(
-        "{op} operation does not apply: doc is missing destination path: {path}: missing value"
-    )]
+    #[error("{op} operation does not apply: doc is missing destination path: {path}: missing value")]
     MissingDestination { op: &'static str, path: String },
     /// `add`, `remove`, `move` and `test`; for `move`'s source, `path` is the last segment only.
     #[error("error in {op} for path: '{path}': {cause}")]
-    Target {
-        op: &'static str,
-        path: String,
-        cause: TargetError,
-    },
+    Target { op: &'static str, path: String, cause: TargetError },
     #[error("error in copy for from: '{from}': {cause}")]
     CopyFrom { from: String, cause: TargetError },
     #[error("error while adding value during copy: {0}")]
@@ -119,7 +106,7 @@ pub(crate) enum ApplyError {
 
 /// Why an operation's `path` or `from` member is unusable.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FieldError {
+pub enum FieldError {
     /// `add`, `remove` and `copy` report any `path` problem as just this.
     #[error("missing value")]
     Missing,
@@ -135,7 +122,7 @@ pub(crate) enum FieldError {
 
 /// Why the container a pointer leads to has no such member or index.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TargetError {
+pub enum TargetError {
     #[error("Unable to remove nonexistent key: {0}: missing value")]
     NonexistentKey(String),
     #[error("Unable to access invalid index: {0}: invalid index referenced")]
@@ -149,48 +136,38 @@ pub(crate) enum TargetError {
 
 /// Go's `strconv.Atoi` error, e.g. `strconv.Atoi: parsing "x": invalid syntax`.
 #[derive(Debug, thiserror::Error)]
-pub(crate) struct AtoiError {
+pub struct AtoiError {
     text: String,
     out_of_range: bool,
 }
 
 impl fmt::Display for AtoiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let problem = if self.out_of_range {
-            "value out of range"
-        } else {
-            "invalid syntax"
-        };
-        write!(
-            f,
-            "strconv.Atoi: parsing {}: {problem}",
-            go_quote(&self.text)
-        )
+        let problem = if self.out_of_range { "value out of range" } else { "invalid syntax" };
+        write!(f, "strconv.Atoi: parsing {}: {problem}", go_quote(&self.text))
     }
 }
 
 impl Patch {
     /// Decodes a JSON array of operation objects, as Go's `jsonpatch.DecodePatch`.
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
+    pub fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
         match serde_json::from_slice::<Option<Vec<Option<Operation>>>>(bytes) {
-            Ok(operations) => Ok(Patch {
-                operations: operations.unwrap_or_default(),
-            }),
+            Ok(operations) => Ok(Patch { operations: operations.unwrap_or_default() }),
             Err(error) => Err(explain_decode_error(bytes, error)),
         }
     }
 
     /// Whether the patch has no operations (kube-apiserver then treats it as no patch).
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.operations.is_empty()
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.operations.len()
     }
 
     /// Applies the operations in order, in place. On error the document may be partly patched.
-    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+    pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         if !(doc.is_object() || doc.is_array()) {
             return Err(ApplyError::DocumentNotContainer(go_kind_of(doc)));
         }
@@ -215,7 +192,7 @@ impl Patch {
     /// operation's keys sorted, values as sent but compacted, `<`, `>`, `&`, U+2028 and U+2029
     /// escaped. (Go writes `null` for a patch decoded from `null`; kube-apiserver never
     /// annotates an empty patch.)
-    pub(crate) fn annotation_json(&self) -> String {
+    pub fn annotation_json(&self) -> String {
         let mut out = String::from("[");
         for (i, operation) in self.operations.iter().enumerate() {
             if i > 0 {
@@ -312,10 +289,7 @@ fn test(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
         let Some((parent, key)) = find_parent(doc, &path) else {
             return Err(ApplyError::TestMissingPath(path));
         };
-        match (
-            parent.get(&key).map_err(failed_in("test", &path))?,
-            expected,
-        ) {
+        match (parent.get(&key).map_err(failed_in("test", &path))?, expected) {
             // Go: a missing member and a `null` one are both a nil node, which only `null` (or
             // no `value` at all) matches.
             (None | Some(Value::Null), expected) => matches!(expected, None | Some(Value::Null)),
@@ -337,30 +311,19 @@ fn copy(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
     };
     let value = match parent.get(&key) {
         Ok(value) => value.cloned(),
-        Err(cause) => {
-            return Err(ApplyError::CopyFrom {
-                from: from.clone(),
-                cause,
-            })
-        }
+        Err(cause) => return Err(ApplyError::CopyFrom { from: from.clone(), cause }),
     };
     let path = pointer(operation, "copy", "path")?;
     let Some((parent, key)) = find_parent(doc, &path) else {
         return Err(ApplyError::MissingDestination { op: "copy", path });
     };
     // A missing object member copies as `null` (Go deep-copies the nil node).
-    parent
-        .add(key, value.unwrap_or(Value::Null))
-        .map_err(ApplyError::CopyTo)
+    parent.add(key, value.unwrap_or(Value::Null)).map_err(ApplyError::CopyTo)
 }
 
 /// Wraps a container's error as `error in <op> for path: '<path>': <cause>`.
 fn failed_in<'a>(op: &'static str, path: &'a str) -> impl FnOnce(TargetError) -> ApplyError + 'a {
-    move |cause| ApplyError::Target {
-        op,
-        path: path.to_owned(),
-        cause,
-    }
+    move |cause| ApplyError::Target { op, path: path.to_owned(), cause }
 }
 
 // ---- reading an operation's members ---------------------------------------------------------
@@ -368,22 +331,17 @@ fn failed_in<'a>(op: &'static str, path: &'a str) -> impl FnOnce(TargetError) ->
 /// Go's `Operation.Kind`: the `op` string, or `unknown` if absent, `null` or not a string.
 fn kind(operation: &Operation) -> String {
     let op = operation.get("op").filter(|raw| raw.get() != "null");
-    op.and_then(|raw| serde_json::from_str(raw.get()).ok())
-        .unwrap_or_else(|| "unknown".into())
+    op.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_else(|| "unknown".into())
 }
 
 /// Go's `Operation.Path`/`From` (present, not `null`, a string), its error wrapped for `op`.
-fn pointer(
-    operation: &Operation,
-    op: &'static str,
-    field: &'static str,
-) -> Result<String, ApplyError> {
+fn pointer(operation: &Operation, op: &'static str, field: &'static str) -> Result<String, ApplyError> {
     let read = match operation.get(field).filter(|raw| raw.get() != "null") {
         None if field == "path" => Err(FieldError::MissingPath),
         None => Err(FieldError::MissingFrom),
-        Some(raw) if !raw.get().starts_with('"') => Err(FieldError::NotString(go_kind(
-            raw.get().as_bytes().first().copied(),
-        ))),
+        Some(raw) if !raw.get().starts_with('"') => {
+            Err(FieldError::NotString(go_kind(raw.get().as_bytes().first().copied())))
+        }
         Some(raw) => serde_json::from_str(raw.get()).map_err(FieldError::Unsupported),
     };
     read.map_err(|cause| {
@@ -396,9 +354,7 @@ fn pointer(
 
 /// The `value` member; `None` when absent (a present `null` is `Some(Value::Null)`).
 fn value_of(operation: &Operation) -> Result<Option<Value>, ApplyError> {
-    let value = operation
-        .get("value")
-        .map(|raw| serde_json::from_str(raw.get()));
+    let value = operation.get("value").map(|raw| serde_json::from_str(raw.get()));
     value.transpose().map_err(ApplyError::Value)
 }
 
@@ -421,10 +377,7 @@ fn find_parent<'d, 'p>(doc: &'d mut Value, path: &'p str) -> Option<(Parent<'d>,
         None => (None, rest),
     };
     let mut node = doc;
-    for segment in ancestors
-        .into_iter()
-        .flat_map(|ancestors| ancestors.split('/'))
-    {
+    for segment in ancestors.into_iter().flat_map(|ancestors| ancestors.split('/')) {
         let key = unescape(segment);
         node = match node {
             Value::Object(map) => map.get_mut(key.as_ref())?,
@@ -483,10 +436,8 @@ impl Parent<'_> {
             }
             Parent::Array(array) if key == "-" => array.push(value),
             Parent::Array(array) => {
-                let index = atoi(&key).map_err(|cause| TargetError::NotArrayIndex {
-                    key: key.into_owned(),
-                    cause,
-                })?;
+                let index = atoi(&key)
+                    .map_err(|cause| TargetError::NotArrayIndex { key: key.into_owned(), cause })?;
                 let index = resolve_index(index, array.len() + 1)?;
                 array.insert(index, value);
             }
@@ -497,9 +448,7 @@ impl Parent<'_> {
     /// Go's `container.remove`, returning what was removed.
     fn remove(self, key: &str) -> Result<Value, TargetError> {
         match self {
-            Parent::Object(map) => map
-                .remove(key)
-                .ok_or_else(|| TargetError::NonexistentKey(key.to_owned())),
+            Parent::Object(map) => map.remove(key).ok_or_else(|| TargetError::NonexistentKey(key.to_owned())),
             Parent::Array(array) => Ok(array.remove(existing_index(key, array.len())?)),
         }
     }
@@ -523,10 +472,7 @@ fn resolve_index(index: i64, bound: usize) -> Result<usize, TargetError> {
 
 /// Go's `strconv.Atoi` on 64-bit: optional sign, ASCII digits only, `i64` range.
 fn atoi(text: &str) -> Result<i64, AtoiError> {
-    let error = |out_of_range| AtoiError {
-        text: text.to_owned(),
-        out_of_range,
-    };
+    let error = |out_of_range| AtoiError { text: text.to_owned(), out_of_range };
     let (negative, digits) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
@@ -546,8 +492,7 @@ fn atoi(text: &str) -> Result<i64, AtoiError> {
             .ok_or_else(|| error(true))?;
     }
     if negative {
-        0i64.checked_sub_unsigned(magnitude)
-            .ok_or_else(|| error(true))
+        0i64.checked_sub_unsigned(magnitude).ok_or_else(|| error(true))
     } else {
         i64::try_from(magnitude).map_err(|_| error(true))
     }
@@ -586,20 +531,12 @@ fn explain_decode_error(bytes: &[u8], error: serde_json::Error) -> DecodeError {
     }
     let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first != Some(b'[') {
-        return DecodeError::Type {
-            found: go_kind(first),
-            target: "jsonpatch.Patch",
-        };
+        return DecodeError::Type { found: go_kind(first), target: "jsonpatch.Patch" };
     }
     if let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(bytes) {
-        let mut firsts = elements
-            .iter()
-            .map(|element| element.get().as_bytes().first().copied());
+        let mut firsts = elements.iter().map(|element| element.get().as_bytes().first().copied());
         if let Some(first) = firsts.find(|first| !matches!(first, Some(b'{' | b'n'))) {
-            return DecodeError::Type {
-                found: go_kind(first),
-                target: "jsonpatch.Operation",
-            };
+            return DecodeError::Type { found: go_kind(first), target: "jsonpatch.Operation" };
         }
     }
     DecodeError::Unsupported(error)
@@ -607,11 +544,7 @@ fn explain_decode_error(bytes: &[u8], error: serde_json::Error) -> DecodeError {
 
 /// Go's `encoding/json` `checkValid` (its scanner), for its syntax error texts.
 fn go_check_valid(bytes: &[u8]) -> Result<(), String> {
-    let mut scanner = GoScanner {
-        state: ScanState::BeginValue,
-        stack: Vec::new(),
-        end_top: false,
-    };
+    let mut scanner = GoScanner { state: ScanState::BeginValue, stack: Vec::new(), end_top: false };
     for &byte in bytes {
         scanner.step(byte)?;
     }
@@ -700,12 +633,7 @@ impl GoScanner {
                 }
                 ScanState::BeginStringOrEmpty | ScanState::BeginString => match c {
                     b'"' => ScanState::InString,
-                    _ => {
-                        return Err(go_syntax_error(
-                            c,
-                            "looking for beginning of object key string",
-                        ))
-                    }
+                    _ => return Err(go_syntax_error(c, "looking for beginning of object key string")),
                 },
                 ScanState::EndValue => {
                     let Some(top) = self.stack.last_mut() else {
@@ -719,9 +647,7 @@ impl GoScanner {
                             *top = Nesting::ObjectValue;
                             ScanState::BeginValue
                         }
-                        (Nesting::ObjectKey, _) => {
-                            return Err(go_syntax_error(c, "after object key"))
-                        }
+                        (Nesting::ObjectKey, _) => return Err(go_syntax_error(c, "after object key")),
                         (Nesting::ObjectValue, b',') => {
                             *top = Nesting::ObjectKey;
                             ScanState::BeginString
@@ -731,9 +657,7 @@ impl GoScanner {
                             return Err(go_syntax_error(c, "after object key:value pair"))
                         }
                         (Nesting::ArrayValue, b',') => ScanState::BeginValue,
-                        (Nesting::ArrayValue, _) => {
-                            return Err(go_syntax_error(c, "after array element"))
-                        }
+                        (Nesting::ArrayValue, _) => return Err(go_syntax_error(c, "after array element")),
                     }
                 }
                 ScanState::EndTop if space => ScanState::EndTop,
@@ -771,9 +695,7 @@ impl GoScanner {
                     }
                 },
                 ScanState::Dot if c.is_ascii_digit() => ScanState::Dot0,
-                ScanState::Dot => {
-                    return Err(go_syntax_error(c, "after decimal point in numeric literal"))
-                }
+                ScanState::Dot => return Err(go_syntax_error(c, "after decimal point in numeric literal")),
                 ScanState::Dot0 if c.is_ascii_digit() => ScanState::Dot0,
                 ScanState::Dot0 if c == b'e' || c == b'E' => ScanState::E,
                 ScanState::E if c == b'+' || c == b'-' => ScanState::ESign,
@@ -789,8 +711,7 @@ impl GoScanner {
                 ScanState::Literal(word, at) => {
                     let expected = word.as_bytes().get(at).copied().unwrap_or(b' ');
                     if c != expected {
-                        let context =
-                            format!("in literal {word} (expecting {})", go_quote_char(expected));
+                        let context = format!("in literal {word} (expecting {})", go_quote_char(expected));
                         return Err(go_syntax_error(c, &context));
                     }
                     if at + 1 == word.len() {

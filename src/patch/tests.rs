@@ -22,66 +22,26 @@ fn operations_apply_with_v4_semantics() {
             r#"[{"op":"add","path":"/b","value":{"c":[2]}}]"#,
             r#"{"a":1,"b":{"c":[2]}}"#,
         ),
-        (
-            "add overwrites a member",
-            r#"{"a":1}"#,
-            r#"[{"op":"add","path":"/a","value":2}]"#,
-            r#"{"a":2}"#,
-        ),
-        (
-            "add without value writes null",
-            r#"{}"#,
-            r#"[{"op":"add","path":"/a"}]"#,
-            r#"{"a":null}"#,
-        ),
-        (
-            "add inserts before an index",
-            r#"[1,2]"#,
-            r#"[{"op":"add","path":"/0","value":0}]"#,
-            r#"[0,1,2]"#,
-        ),
-        (
-            "add at len appends",
-            r#"[1,2]"#,
-            r#"[{"op":"add","path":"/2","value":3}]"#,
-            r#"[1,2,3]"#,
-        ),
-        (
-            "add at - appends",
-            r#"[1,2]"#,
-            r#"[{"op":"add","path":"/-","value":3}]"#,
-            r#"[1,2,3]"#,
-        ),
+        ("add overwrites a member", r#"{"a":1}"#, r#"[{"op":"add","path":"/a","value":2}]"#, r#"{"a":2}"#),
+        ("add without value writes null", r#"{}"#, r#"[{"op":"add","path":"/a"}]"#, r#"{"a":null}"#),
+        ("add inserts before an index", r#"[1,2]"#, r#"[{"op":"add","path":"/0","value":0}]"#, r#"[0,1,2]"#),
+        ("add at len appends", r#"[1,2]"#, r#"[{"op":"add","path":"/2","value":3}]"#, r#"[1,2,3]"#),
+        ("add at - appends", r#"[1,2]"#, r#"[{"op":"add","path":"/-","value":3}]"#, r#"[1,2,3]"#),
         (
             "add at -1 appends: counts from len+1",
             r#"[1,2]"#,
             r#"[{"op":"add","path":"/-1","value":3}]"#,
             r#"[1,2,3]"#,
         ),
-        (
-            "add at -(len+1) prepends",
-            r#"[1,2]"#,
-            r#"[{"op":"add","path":"/-3","value":0}]"#,
-            r#"[0,1,2]"#,
-        ),
+        ("add at -(len+1) prepends", r#"[1,2]"#, r#"[{"op":"add","path":"/-3","value":0}]"#, r#"[0,1,2]"#),
         (
             "add index with sign and zeros",
             r#"[1,2]"#,
             r#"[{"op":"add","path":"/+01","value":9}]"#,
             r#"[1,9,2]"#,
         ),
-        (
-            "remove a member",
-            r#"{"a":1,"b":2}"#,
-            r#"[{"op":"remove","path":"/a"}]"#,
-            r#"{"b":2}"#,
-        ),
-        (
-            "remove a null member",
-            r#"{"a":null}"#,
-            r#"[{"op":"remove","path":"/a"}]"#,
-            r#"{}"#,
-        ),
+        ("remove a member", r#"{"a":1,"b":2}"#, r#"[{"op":"remove","path":"/a"}]"#, r#"{"b":2}"#),
+        ("remove a null member", r#"{"a":null}"#, r#"[{"op":"remove","path":"/a"}]"#, r#"{}"#),
         (
             "remove counts negative indices from the end",
             r#"[1,2,3]"#,
@@ -106,12 +66,7 @@ fn operations_apply_with_v4_semantics() {
             r#"[{"op":"replace","path":"/a"}]"#,
             r#"{"a":null}"#,
         ),
-        (
-            "replace the whole document",
-            r#"{"a":1}"#,
-            r#"[{"op":"replace","path":"","value":[1]}]"#,
-            r#"[1]"#,
-        ),
+        ("replace the whole document", r#"{"a":1}"#, r#"[{"op":"replace","path":"","value":[1]}]"#, r#"[1]"#),
         (
             "move a member",
             r#"{"a":{"b":1},"c":{}}"#,
@@ -154,12 +109,7 @@ fn operations_apply_with_v4_semantics() {
             r#"[{"op":"remove","path":"/a~1b"},{"op":"remove","path":"/~01"}]"#,
             r#"{}"#,
         ),
-        (
-            "/ names the empty key",
-            r#"{"":1}"#,
-            r#"[{"op":"replace","path":"/","value":2}]"#,
-            r#"{"":2}"#,
-        ),
+        ("/ names the empty key", r#"{"":1}"#, r#"[{"op":"replace","path":"/","value":2}]"#, r#"{"":2}"#),
         (
             "a path's text before its first / is ignored",
             r#"{"a":{"b":1}}"#,
@@ -217,11 +167,7 @@ fn test_passes_or_fails_like_v4() {
         ("/o", r#"{"c":"d","a":[1,{"b":2}],"e":null}"#, false),
         ("/o", r#"{"c":"d","a":[{"b":2},1]}"#, false),
         ("/l/-1", r#"2"#, true),
-        (
-            "",
-            r#"{"n":1,"f":1.5,"s":"x","z":null,"o":{"a":[1,{"b":2}],"c":"d"},"l":[1,2]}"#,
-            true,
-        ),
+        ("", r#"{"n":1,"f":1.5,"s":"x","z":null,"o":{"a":[1,{"b":2}],"c":"d"},"l":[1,2]}"#, true),
         ("", r#"{}"#, false),
         ("/missing", r#"null"#, true),
         ("/missing", "", true),
@@ -233,11 +179,7 @@ fn test_passes_or_fails_like_v4() {
         ("/n", "", false),
     ];
     for (path, value, passes) in cases {
-        let value = if value.is_empty() {
-            String::new()
-        } else {
-            format!(r#","value":{value}"#)
-        };
+        let value = if value.is_empty() { String::new() } else { format!(r#","value":{value}"#) };
         let patch = format!(r#"[{{"op":"test","path":"{path}"{value}}}]"#);
         let want = if passes {
             Ok(serde_json::from_str(doc).unwrap())
@@ -312,15 +254,9 @@ fn failures_read_like_evanphx() {
 #[test]
 fn only_an_object_or_array_document_is_patched() {
     let patch = Patch::decode(br#"[{"op":"test","path":"/a","value":null}]"#).unwrap();
-    for (doc, kind) in [
-        ("5", "number"),
-        (r#""x""#, "string"),
-        ("true", "bool"),
-        ("null", "null"),
-    ] {
+    for (doc, kind) in [("5", "number"), (r#""x""#, "string"), ("true", "bool"), ("null", "null")] {
         let mut doc: Value = serde_json::from_str(doc).unwrap();
-        let want =
-            format!("json: cannot unmarshal {kind} into Go value of type jsonpatch.partialDoc");
+        let want = format!("json: cannot unmarshal {kind} into Go value of type jsonpatch.partialDoc");
         assert_eq!(patch.apply(&mut doc).unwrap_err().to_string(), want);
     }
 }
@@ -336,11 +272,7 @@ fn decode_counts_operations() {
     ];
     for (patch, len) in cases {
         let decoded = Patch::decode(patch.as_bytes()).unwrap();
-        assert_eq!(
-            (decoded.len(), decoded.is_empty()),
-            (len, len == 0),
-            "{patch}"
-        );
+        assert_eq!((decoded.len(), decoded.is_empty()), (len, len == 0), "{patch}");
     }
 }
 
@@ -352,102 +284,36 @@ fn decode_errors_read_like_go_json() {
         ("", "unexpected end of JSON input"),
         ("[", "unexpected end of JSON input"),
         (r#"[{"op":"add"}"#, "unexpected end of JSON input"),
-        (
-            "{}",
-            "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
-        ),
-        (
-            r#""[]""#,
-            "json: cannot unmarshal string into Go value of type jsonpatch.Patch",
-        ),
-        (
-            "-5",
-            "json: cannot unmarshal number into Go value of type jsonpatch.Patch",
-        ),
-        (
-            "true",
-            "json: cannot unmarshal bool into Go value of type jsonpatch.Patch",
-        ),
-        (
-            "[5]",
-            "json: cannot unmarshal number into Go value of type jsonpatch.Operation",
-        ),
-        (
-            r#"[{},null,[],"x"]"#,
-            "json: cannot unmarshal array into Go value of type jsonpatch.Operation",
-        ),
-        (
-            "[5,]",
-            "invalid character ']' looking for beginning of value",
-        ),
-        (
-            "[,]",
-            "invalid character ',' looking for beginning of value",
-        ),
-        (
-            "[{op:1}]",
-            "invalid character 'o' looking for beginning of object key string",
-        ),
+        ("{}", "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
+        (r#""[]""#, "json: cannot unmarshal string into Go value of type jsonpatch.Patch"),
+        ("-5", "json: cannot unmarshal number into Go value of type jsonpatch.Patch"),
+        ("true", "json: cannot unmarshal bool into Go value of type jsonpatch.Patch"),
+        ("[5]", "json: cannot unmarshal number into Go value of type jsonpatch.Operation"),
+        (r#"[{},null,[],"x"]"#, "json: cannot unmarshal array into Go value of type jsonpatch.Operation"),
+        ("[5,]", "invalid character ']' looking for beginning of value"),
+        ("[,]", "invalid character ',' looking for beginning of value"),
+        ("[{op:1}]", "invalid character 'o' looking for beginning of object key string"),
         (r#"[{"op" 1}]"#, "invalid character '1' after object key"),
-        (
-            r#"[{"a":1 "b":2}]"#,
-            "invalid character '\"' after object key:value pair",
-        ),
+        (r#"[{"a":1 "b":2}]"#, "invalid character '\"' after object key:value pair"),
         ("[1 2]", "invalid character '2' after array element"),
         ("[] x", "invalid character 'x' after top-level value"),
-        (
-            "[tru]",
-            "invalid character ']' in literal true (expecting 'e')",
-        ),
-        (
-            "[nul",
-            "invalid character ' ' in literal null (expecting 'l')",
-        ),
+        ("[tru]", "invalid character ']' in literal true (expecting 'e')"),
+        ("[nul", "invalid character ' ' in literal null (expecting 'l')"),
         ("[-]", "invalid character ']' in numeric literal"),
         ("-", "invalid character ' ' in numeric literal"),
-        (
-            "[1.]",
-            "invalid character ']' after decimal point in numeric literal",
-        ),
-        (
-            "[1e+]",
-            "invalid character ']' in exponent of numeric literal",
-        ),
+        ("[1.]", "invalid character ']' after decimal point in numeric literal"),
+        ("[1e+]", "invalid character ']' in exponent of numeric literal"),
         ("[01]", "invalid character '1' after array element"),
         (r#"["\x"]"#, "invalid character 'x' in string escape code"),
-        (
-            r#"["\u12g4"]"#,
-            "invalid character 'g' in \\u hexadecimal character escape",
-        ),
+        (r#"["\u12g4"]"#, "invalid character 'g' in \\u hexadecimal character escape"),
         ("[\"a\tb\"]", "invalid character '\\t' in string literal"),
-        (
-            "['a']",
-            "invalid character '\\'' looking for beginning of value",
-        ),
-        (
-            "[\\]",
-            "invalid character '\\\\' looking for beginning of value",
-        ),
-        (
-            "[\u{e9}]",
-            "invalid character 'Ã' looking for beginning of value",
-        ),
-        (
-            "[\u{80}]",
-            "invalid character 'Â' looking for beginning of value",
-        ),
-        (
-            "[\u{7f}]",
-            "invalid character '\\x7f' looking for beginning of value",
-        ),
-        (
-            "\u{feff}[]",
-            "invalid character 'ï' looking for beginning of value",
-        ),
-        (
-            too_deep.as_str(),
-            "invalid character '[' exceeded max depth",
-        ),
+        ("['a']", "invalid character '\\'' looking for beginning of value"),
+        ("[\\]", "invalid character '\\\\' looking for beginning of value"),
+        ("[\u{e9}]", "invalid character 'Ã' looking for beginning of value"),
+        ("[\u{80}]", "invalid character 'Â' looking for beginning of value"),
+        ("[\u{7f}]", "invalid character '\\x7f' looking for beginning of value"),
+        ("\u{feff}[]", "invalid character 'ï' looking for beginning of value"),
+        (too_deep.as_str(), "invalid character '[' exceeded max depth"),
     ];
     for (patch, want) in cases {
         let error = Patch::decode(patch.as_bytes()).unwrap_err();
@@ -455,10 +321,7 @@ fn decode_errors_read_like_go_json() {
     }
     // Go takes any UTF-8 and reads a lone surrogate as U+FFFD; serde_json refuses both.
     for patch in [&br#"[{"\ud800":1}]"#[..], b"[{\"op\":\"\xff\"}]"] {
-        assert!(matches!(
-            Patch::decode(patch),
-            Err(DecodeError::Unsupported(_))
-        ));
+        assert!(matches!(Patch::decode(patch), Err(DecodeError::Unsupported(_))));
     }
 }
 
@@ -487,10 +350,6 @@ fn annotation_is_go_json_marshal_of_the_operations() {
         ),
     ];
     for (patch, want) in cases {
-        assert_eq!(
-            Patch::decode(patch.as_bytes()).unwrap().annotation_json(),
-            want,
-            "{patch}"
-        );
+        assert_eq!(Patch::decode(patch.as_bytes()).unwrap().annotation_json(), want, "{patch}");
     }
 }

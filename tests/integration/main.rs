@@ -1,1 +1,13 @@
-//! Integration tests (being written).
+//! Integration tests: the real gateway, in process, on 127.0.0.1 with rcgen certificates, in
+//! front of real HTTPS mock webhooks; and the real binary for `check`, `review` and `serve`.
+//! No network, no cluster. Every behaviour is the one dispatch-semantics.md describes.
+
+mod support;
+
+mod bad_input;
+mod cli;
+mod failure_policy;
+mod matching;
+mod mutating;
+mod reload_and_tls;
+mod validating;

@@ -1,0 +1,144 @@
+//! What every scenario is built from: a throwaway PKI, the shared review fixtures, real HTTPS
+//! mock webhooks ([`MockWebhook`]) and the real gateway started in process ([`TestGateway`]).
+
+pub mod gateway;
+pub mod mock_webhook;
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use admission_gateway::certs::{Ca, Leaf};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::time::Instant;
+
+pub use gateway::{mutating, validating, webhook, webhook_at, Answer, Fleet, TestGateway};
+pub use mock_webhook::{reply, MockWebhook, Reply};
+
+/// An HTTPS client (HTTP/1.1) trusting one CA, as the API server would call the gateway.
+pub type HttpsClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<HttpConnector>,
+    Full<Bytes>,
+>;
+/// A plain HTTP client, for the admin listener and `serve --insecure-http`.
+pub type HttpClient = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+
+/// The CA behind every mock webhook's certificate and the gateway's serving certificate; the
+/// `caBundle` of every webhook the tests configure.
+pub fn ca() -> &'static Ca {
+    static CA: OnceLock<Ca> = OnceLock::new();
+    CA.get_or_init(|| Ca::new("admission-gateway integration tests").expect("test CA"))
+}
+
+/// A certificate for 127.0.0.1 issued by [`ca`], made once and shared by every mock webhook.
+pub fn loopback_certificate() -> &'static Leaf {
+    static LEAF: OnceLock<Leaf> = OnceLock::new();
+    LEAF.get_or_init(|| ca().issue(&["127.0.0.1"]).expect("loopback certificate"))
+}
+
+/// A TLS server configuration serving `leaf` with these ALPN protocols.
+pub fn server_tls(leaf: &Leaf, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
+    let chain = CertificateDer::pem_slice_iter(leaf.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .expect("certificate PEM");
+    let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("key PEM");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server certificate");
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+/// An HTTPS client that trusts only `ca`.
+pub fn https_client(ca: &Ca) -> HttpsClient {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca.cert_pem.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA certificate");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .build();
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(https)
+}
+
+pub fn http_client() -> HttpClient {
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Polls `check` every 100 ms until it holds or `within` has passed; returns whether it held.
+pub async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The real AdmissionReviews in `tests/fixtures/reviews`, shared with the unit tests.
+pub mod fixtures {
+    use std::path::PathBuf;
+
+    use serde_json::Value;
+
+    pub const POD_CREATE: &str = "pod-create";
+    pub const POD_CREATE_PRIVILEGED: &str = "pod-create-privileged";
+    pub const POD_CREATE_DRY_RUN: &str = "pod-create-dry-run";
+    pub const POD_CREATE_V1BETA1: &str = "pod-create-v1beta1";
+    pub const POD_UPDATE: &str = "pod-update";
+    pub const POD_DELETE: &str = "pod-delete";
+    pub const POD_EXEC: &str = "pod-exec-connect";
+    pub const NAMESPACE_CREATE: &str = "namespace-create";
+    pub const SECRET_CREATE: &str = "secret-create";
+
+    pub fn path(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/reviews")
+            .join(format!("{name}.json"))
+    }
+
+    /// A fixture review as JSON.
+    pub fn review(name: &str) -> Value {
+        let text = std::fs::read_to_string(path(name))
+            .unwrap_or_else(|e| panic!("fixture {name}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+    }
+
+    /// `request.object` of a fixture.
+    pub fn object(name: &str) -> Value {
+        review(name)["request"]["object"].clone()
+    }
+
+    /// `request.uid` of a fixture.
+    pub fn uid(name: &str) -> String {
+        review(name)["request"]["uid"]
+            .as_str()
+            .expect("fixture uid")
+            .to_owned()
+    }
+}

@@ -281,8 +281,8 @@ webhooks:
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.yaml");
         std::fs::write(&path, HOOK.replace("NAME", "a")).unwrap();
-        let one = read_paths(&[path.clone()], &mut Vec::new()).fingerprint;
-        assert_eq!(one, read_paths(&[path.clone()], &mut Vec::new()).fingerprint);
+        let one = read_paths(std::slice::from_ref(&path), &mut Vec::new()).fingerprint;
+        assert_eq!(one, read_paths(std::slice::from_ref(&path), &mut Vec::new()).fingerprint);
         std::fs::write(&path, HOOK.replace("NAME", "b")).unwrap();
         assert_ne!(one, read_paths(&[path], &mut Vec::new()).fingerprint);
     }

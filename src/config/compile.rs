@@ -517,4 +517,39 @@ mod tests {
             assert_eq!(rule.matches(request), *expected, "case {i}: {rule:?} vs {request:?}");
         }
     }
+
+    /// A fleet of 1,000 webhooks with one naming pods: matching a pod looks at that one only.
+    #[test]
+    fn the_index_narrows_a_large_fleet_to_its_candidates() {
+        let manifest = |i: usize, resource: &str| -> super::super::manifest::Webhook {
+            serde_json::from_value(serde_json::json!({
+                "name": format!("w{i}.example.com"),
+                "clientConfig": {"url": "https://127.0.0.1:1/"},
+                "rules": [{"operations": ["*"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": [resource]}],
+                "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            }))
+            .unwrap()
+        };
+        let mut objects = Objects::default();
+        for i in 0..1_000 {
+            let resource = if i == 637 { "deployments".to_owned() } else { format!("things{i}") };
+            objects.configurations.push((
+                load::Source { file: PathBuf::from("fleet.yaml") },
+                WebhookConfiguration {
+                    kind: WebhookKind::Validating,
+                    metadata: super::super::manifest::ObjectMeta {
+                        name: format!("c{i:04}"),
+                        ..Default::default()
+                    },
+                    webhooks: vec![manifest(i, &resource)],
+                },
+            ));
+        }
+        let snapshot = compile(objects, Vec::new(), &Clients::default(), 1);
+        assert_eq!(snapshot.validating.len(), 1_000);
+        let found: Vec<_> =
+            snapshot.validating_candidates("apps", "deployments").map(|h| h.name.as_str()).collect();
+        assert_eq!(found, ["w637.example.com"]);
+        assert_eq!(snapshot.validating_candidates("", "pods").count(), 0);
+    }
 }

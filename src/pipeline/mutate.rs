@@ -179,6 +179,7 @@ fn call_error(hook: &Hook, error: &CallError) -> (bool, Judgement, String) {
         Judgement::FailedOpen => format!("failed open (failurePolicy Ignore): {error}"),
         _ => format!("failed (failurePolicy Fail): {error}"),
     };
+    tracing::warn!(webhook = %hook.name, reason = error.reason(), "mutating webhook call {outcome}");
     (false, judgement, outcome)
 }
 

@@ -63,18 +63,23 @@ pub async fn fan_out(
                 failures.push(status);
                 "refused: dry run".to_owned()
             }
-            Attempt::CallError(error) => match verdict::from_call_error(hook, &error) {
-                Judgement::FailedOpen => {
-                    let key = format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{k}");
-                    records.annotate(key, hook.name.clone());
-                    format!("failed open (failurePolicy Ignore): {error}")
-                }
-                Judgement::Fail(status) => {
-                    failures.push(status);
-                    format!("failed (failurePolicy Fail): {error}")
-                }
-                Judgement::Continue => "allowed".to_owned(),
-            },
+            Attempt::CallError(error) => {
+                let outcome = match verdict::from_call_error(hook, &error) {
+                    Judgement::FailedOpen => {
+                        let key =
+                            format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{k}");
+                        records.annotate(key, hook.name.clone());
+                        format!("failed open (failurePolicy Ignore): {error}")
+                    }
+                    Judgement::Fail(status) => {
+                        failures.push(status);
+                        format!("failed (failurePolicy Fail): {error}")
+                    }
+                    Judgement::Continue => "allowed".to_owned(),
+                };
+                tracing::warn!(webhook = %hook.name, reason = error.reason(), "validating webhook call {outcome}");
+                outcome
+            }
             Attempt::Answered(response) => {
                 records.webhook_annotations(&hook.name, response.audit_annotations);
                 records.warn(response.warnings);

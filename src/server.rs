@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt as _, Full, Limited};
+use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -34,6 +34,12 @@ use metrics::Metrics;
 
 /// The API server's own limit on an AdmissionReview body.
 pub const MAX_REVIEW_BYTES: usize = 3 * 1024 * 1024;
+/// An oversized body is read and discarded up to this size before the 413 is sent.
+const DRAIN_BYTES: usize = 4 * MAX_REVIEW_BYTES;
+/// How long reading a request body may take.
+const READ_TIME: Duration = Duration::from_secs(10);
+/// Draining an oversized body stops when no data arrives for this long.
+const DRAIN_IDLE: Duration = Duration::from_millis(200);
 /// A TLS handshake or request head taking longer than this is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long in-flight reviews get to finish on shutdown.
@@ -173,14 +179,10 @@ async fn admission(state: &State, stage: Stage, request: Request<Incoming>) -> R
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > MAX_REVIEW_BYTES as u64) {
-        return too_large(state, stage);
-    }
-    let body = match Limited::new(request.into_body(), MAX_REVIEW_BYTES).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => return too_large(state, stage),
-        Err(error) => {
-            let message = format!("cannot read the request body: {error}");
+    let body = match read_capped(request.into_body(), declared).await {
+        Ok(body) => body,
+        Err(ReadError::TooLarge) => return too_large(state, stage),
+        Err(ReadError::Unreadable(message)) => {
             return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message);
         }
     };
@@ -227,6 +229,47 @@ async fn admission(state: &State, stage: Stage, request: Request<Incoming>) -> R
     let mut response = Response::new(Full::new(Bytes::from(body)));
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     response
+}
+
+enum ReadError {
+    TooLarge,
+    Unreadable(String),
+}
+
+/// Reads a body of at most [`MAX_REVIEW_BYTES`]. An oversized body (declared or found) is read
+/// on and discarded, up to [`DRAIN_BYTES`] and while it keeps arriving, so a client that sends
+/// it whole before reading gets its 413 rather than a connection reset; one that stops sending
+/// gets it after [`DRAIN_IDLE`].
+async fn read_capped(mut body: Incoming, declared: Option<u64>) -> Result<Bytes, ReadError> {
+    let unreadable = |e: hyper::Error| ReadError::Unreadable(format!("cannot read the request body: {e}"));
+    let mut received = 0usize;
+    let mut collected = Vec::new();
+    if declared.is_none_or(|length| length <= MAX_REVIEW_BYTES as u64) {
+        let read = async {
+            while let Some(frame) = body.frame().await {
+                let Ok(data) = frame.map_err(unreadable)?.into_data() else { continue };
+                received += data.len();
+                if received > MAX_REVIEW_BYTES {
+                    return Ok(());
+                }
+                collected.extend_from_slice(&data);
+            }
+            Ok(())
+        };
+        tokio::time::timeout(READ_TIME, read)
+            .await
+            .map_err(|_| ReadError::Unreadable("timed out reading the request body".into()))??;
+        if received <= MAX_REVIEW_BYTES {
+            return Ok(Bytes::from(collected));
+        }
+    }
+    while received <= DRAIN_BYTES {
+        match tokio::time::timeout(DRAIN_IDLE, body.frame()).await {
+            Ok(Some(Ok(frame))) => received += frame.data_ref().map_or(0, Bytes::len),
+            _ => break,
+        }
+    }
+    Err(ReadError::TooLarge)
 }
 
 /// The caller's `?timeout=` (a Go duration, as the API server writes it) as a deadline.

@@ -46,8 +46,13 @@ pub async fn run_chain(
         return Ok(());
     }
     let resource = review.resource();
-    let candidates: Vec<&Arc<Hook>> =
-        snapshot.mutating_candidates(&resource.group, &resource.resource).collect();
+    // The index narrows the fleet to the webhooks whose rules can match; a trace lists every
+    // webhook instead, so it can say why each was skipped.
+    let candidates: Vec<&Arc<Hook>> = if trace.is_enabled() {
+        snapshot.mutating.iter().collect()
+    } else {
+        snapshot.mutating_candidates(&resource.group, &resource.resource).collect()
+    };
     let mut reinvocation = Reinvocation::default();
     let mut changed_in_round_0 = false;
     for round in 0..=1u8 {

@@ -4,6 +4,8 @@
 //! before any call; the answer waits for all calls. Any denial or fail-closed error fails the
 //! request; where several do, all of them are named.
 
+use std::sync::Arc;
+
 use futures_util::future::join_all;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
@@ -33,7 +35,13 @@ pub async fn fan_out(
     }
     let resource = review.resource();
     let mut matched: Vec<&Hook> = Vec::new();
-    for hook in snapshot.validating_candidates(&resource.group, &resource.resource) {
+    // As in the mutating chain: every webhook when tracing, so the trace says why each was skipped.
+    let candidates: Vec<&Arc<Hook>> = if trace.is_enabled() {
+        snapshot.validating.iter().collect()
+    } else {
+        snapshot.validating_candidates(&resource.group, &resource.resource).collect()
+    };
+    for hook in candidates {
         match matching::should_call(hook, review, object, snapshot)? {
             None => matched.push(hook),
             Some(skip) => trace.record(|| Step::Skipped {

@@ -117,7 +117,16 @@ pub(super) fn describe(error: &hyper_util::client::legacy::Error, authority: &st
                 return format!("dial tcp {authority}: connect: connection refused");
             }
         }
-        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+        // tokio-rustls reports TLS failures as io::Errors wrapping (io::Errors wrapping) the
+        // rustls::Error; io::Error::source() skips what it wraps, so unwrap by hand.
+        let mut tls = cause.downcast_ref::<rustls::Error>();
+        let mut io = cause.downcast_ref::<std::io::Error>();
+        while let (None, Some(wrapper)) = (tls, io) {
+            let inner = wrapper.get_ref();
+            tls = inner.and_then(|e| e.downcast_ref::<rustls::Error>());
+            io = inner.and_then(|e| e.downcast_ref::<std::io::Error>());
+        }
+        if let Some(tls) = tls {
             if let rustls::Error::InvalidCertificate(certificate) = tls {
                 return match certificate {
                     rustls::CertificateError::UnknownIssuer => {

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use admission_gateway::app::{self, Running, ServeOptions};
 use admission_gateway::certs::Ca;
@@ -12,9 +14,10 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::mock_webhook::Mock;
-use super::{ca, http_client, https_client, HttpClient, HttpsClient};
+use super::{ca, client_tls, http_client, https_client, HttpClient, HttpsClient};
 
 // ---------------------------------------------------------------------------------------------
 // Manifests
@@ -154,10 +157,7 @@ pub struct Fleet {
 
 impl Fleet {
     pub fn of(configurations: impl IntoIterator<Item = Configuration>) -> Self {
-        Self {
-            configurations: configurations.into_iter().collect(),
-            namespaces: Vec::new(),
-        }
+        Self { configurations: configurations.into_iter().collect(), namespaces: Vec::new() }
     }
 
     /// Adds a `v1` `Namespace` with these labels (for `namespaceSelector`).
@@ -209,12 +209,7 @@ impl TestGateway {
     pub async fn start(fleet: Fleet) -> Self {
         let dir = tempfile::tempdir().expect("temporary directory");
         std::fs::create_dir(dir.path().join("config")).expect("config directory");
-        let gateway = Self {
-            running: None,
-            dir,
-            client: https_client(ca()),
-            admin: http_client(),
-        };
+        let gateway = Self { running: None, dir, client: https_client(ca()), admin: http_client() };
         gateway.reconfigure(&fleet);
         gateway.rotate_certificate(ca());
         let running = app::start(ServeOptions {
@@ -226,10 +221,7 @@ impl TestGateway {
         })
         .await
         .expect("the gateway starts");
-        Self {
-            running: Some(running),
-            ..gateway
-        }
+        Self { running: Some(running), ..gateway }
     }
 
     /// One validating configuration named `fleet`.
@@ -282,11 +274,7 @@ impl TestGateway {
     /// POSTs `review` to `endpoint` (a path, optionally with `?timeout=`).
     pub async fn review(&self, endpoint: &str, review: &Value) -> Answer {
         let (http_status, body) = self.post(endpoint, review.to_string()).await;
-        Answer {
-            http_status,
-            review: serde_json::from_str(&body).unwrap_or(Value::Null),
-            body,
-        }
+        Answer { http_status, review: serde_json::from_str(&body).unwrap_or(Value::Null), body }
     }
 
     pub async fn mutate(&self, review: &Value) -> Answer {
@@ -310,6 +298,39 @@ impl TestGateway {
         send(&self.client, request).await.expect("the gateway answers")
     }
 
+    /// Writes raw HTTP/1.1 bytes (`head`, then `body`) over TLS while reading the answer, as a
+    /// client that reads early answers would; returns the status line. For bodies that hyper's
+    /// client would refuse to send (a false `Content-Length`) or that the gateway cuts short.
+    pub async fn raw_exchange(&self, head: String, body: Vec<u8>) -> String {
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client_tls(ca())));
+        let tcp = tokio::net::TcpStream::connect(self.address()).await.expect("connect");
+        let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let tls = connector.connect(name, tcp).await.expect("TLS handshake");
+        let (mut reader, mut writer) = tokio::io::split(tls);
+        let sending = tokio::spawn(async move {
+            // The gateway may stop reading and close: a failed write is expected then.
+            let _ = writer.write_all(head.as_bytes()).await;
+            let _ = writer.write_all(&body).await;
+            let _ = writer.flush().await;
+            writer
+        });
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        let read = tokio::time::timeout(Duration::from_secs(10), async {
+            while !answer.windows(2).any(|w| w == b"\r\n") {
+                match reader.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => answer.extend_from_slice(&buffer[..n]),
+                }
+            }
+        })
+        .await;
+        sending.abort();
+        assert!(read.is_ok(), "no answer within 10 s");
+        let answer = String::from_utf8_lossy(&answer);
+        answer.lines().next().unwrap_or_default().to_owned()
+    }
+
     /// GETs a path on the admission listener.
     pub async fn get(&self, path: &str) -> (u16, String) {
         let request = http::Request::get(format!("https://{}{path}", self.address()))
@@ -324,9 +345,7 @@ impl TestGateway {
         let request = http::Request::get(format!("http://{address}{path}"))
             .body(Full::new(Bytes::new()))
             .expect("request");
-        send(&self.admin, request)
-            .await
-            .expect("the admin listener answers")
+        send(&self.admin, request).await.expect("the admin listener answers")
     }
 
     /// Stops the gateway (graceful: in-flight reviews finish).
@@ -355,12 +374,7 @@ where
         text
     })?;
     let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
+    let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
@@ -381,18 +395,12 @@ impl Answer {
             self.http_status, self.body
         );
         let response = &self.review["response"];
-        assert!(
-            response.is_object(),
-            "no response in the answer: {}",
-            self.body
-        );
+        assert!(response.is_object(), "no response in the answer: {}", self.body);
         response
     }
 
     pub fn allowed(&self) -> bool {
-        self.response()["allowed"]
-            .as_bool()
-            .unwrap_or_else(|| panic!("no response.allowed: {}", self.body))
+        self.response()["allowed"].as_bool().unwrap_or_else(|| panic!("no response.allowed: {}", self.body))
     }
 
     pub fn uid(&self) -> &str {
@@ -410,16 +418,12 @@ impl Answer {
 
     /// `response.status.message` (empty if none).
     pub fn message(&self) -> &str {
-        self.response()["status"]["message"]
-            .as_str()
-            .unwrap_or_default()
+        self.response()["status"]["message"].as_str().unwrap_or_default()
     }
 
     /// `response.status.reason` (empty if none).
     pub fn reason(&self) -> &str {
-        self.response()["status"]["reason"]
-            .as_str()
-            .unwrap_or_default()
+        self.response()["status"]["reason"].as_str().unwrap_or_default()
     }
 
     pub fn patch_type(&self) -> Option<&str> {
@@ -429,9 +433,8 @@ impl Answer {
     /// `response.patch`, base64-decoded, as JSON.
     pub fn patch(&self) -> Option<Value> {
         let encoded = self.response()["patch"].as_str()?;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .expect("response.patch is base64");
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(encoded).expect("response.patch is base64");
         Some(serde_json::from_slice(&bytes).expect("response.patch is JSON"))
     }
 

@@ -23,11 +23,7 @@ pub enum Reply {
     /// HTTP 200 with this JSON body.
     Json(Value),
     /// Any status, content type and body.
-    Http {
-        status: u16,
-        content_type: &'static str,
-        body: String,
-    },
+    Http { status: u16, content_type: &'static str, body: String },
     /// This reply, after a pause.
     After(Duration, Box<Reply>),
 }
@@ -75,9 +71,7 @@ pub struct Mock {
 impl MockWebhook {
     /// Answers every review with what `behaviour` makes of it.
     pub fn answering(behaviour: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> Self {
-        Self {
-            behaviour: Arc::new(behaviour),
-        }
+        Self { behaviour: Arc::new(behaviour) }
     }
 
     /// `allowed: true`, nothing else.
@@ -109,9 +103,7 @@ impl MockWebhook {
 
     /// Starts listening on 127.0.0.1 (a free port).
     pub async fn spawn(self) -> Mock {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("mock webhook listener");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("mock webhook listener");
         let port = listener.local_addr().expect("mock address").port();
         let tls = super::server_tls(super::loopback_certificate(), &[b"http/1.1"]);
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -121,11 +113,7 @@ impl MockWebhook {
             self.behaviour,
             received.clone(),
         ));
-        Mock {
-            url: format!("https://127.0.0.1:{port}/webhook"),
-            received,
-            accept_loop,
-        }
+        Mock { url: format!("https://127.0.0.1:{port}/webhook"), received, accept_loop }
     }
 }
 
@@ -148,21 +136,13 @@ impl Mock {
     /// The only request received; fails the test if there was not exactly one.
     pub fn only_request(&self) -> Received {
         let requests = self.requests();
-        assert_eq!(
-            requests.len(),
-            1,
-            "{} should have been called exactly once",
-            self.url
-        );
+        assert_eq!(requests.len(), 1, "{} should have been called exactly once", self.url);
         requests.into_iter().next().unwrap()
     }
 
     /// The `?timeout=` of every request, in arrival order.
     pub fn timeouts(&self) -> Vec<String> {
-        self.requests()
-            .into_iter()
-            .map(|r| r.timeout.unwrap_or_else(|| "<none>".into()))
-            .collect()
+        self.requests().into_iter().map(|r| r.timeout.unwrap_or_else(|| "<none>".into())).collect()
     }
 }
 
@@ -183,18 +163,14 @@ async fn accept(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (acceptor, behaviour, received) =
-            (acceptor.clone(), behaviour.clone(), received.clone());
+        let (acceptor, behaviour, received) = (acceptor.clone(), behaviour.clone(), received.clone());
         tokio::spawn(async move {
             let Ok(tls) = acceptor.accept(stream).await else {
                 return;
             };
-            let service = service_fn(move |request| {
-                handle(request, behaviour.clone(), received.clone())
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(tls), service)
-                .await;
+            let service = service_fn(move |request| handle(request, behaviour.clone(), received.clone()));
+            let _ =
+                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
         });
     }
 }
@@ -205,23 +181,17 @@ async fn handle(
     received: Arc<Mutex<Vec<Received>>>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = request.uri().path().to_owned();
-    let timeout = request.uri().query().and_then(|query| {
-        query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("timeout="))
-            .map(str::to_owned)
-    });
+    let timeout = request
+        .uri()
+        .query()
+        .and_then(|query| query.split('&').find_map(|pair| pair.strip_prefix("timeout=")).map(str::to_owned));
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
         Err(_) => Bytes::new(),
     };
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let mut reply = behaviour(&review);
-    received.lock().unwrap().push(Received {
-        path,
-        timeout,
-        review,
-    });
+    received.lock().unwrap().push(Received { path, timeout, review });
     loop {
         match reply {
             Reply::After(delay, then) => {
@@ -231,11 +201,7 @@ async fn handle(
             Reply::Json(value) => {
                 return Ok(response(200, "application/json", value.to_string()));
             }
-            Reply::Http {
-                status,
-                content_type,
-                body,
-            } => return Ok(response(status, content_type, body)),
+            Reply::Http { status, content_type, body } => return Ok(response(status, content_type, body)),
         }
     }
 }
@@ -274,10 +240,7 @@ pub mod reply {
     }
 
     pub fn deny(review: &Value, message: &str) -> Reply {
-        respond(
-            review,
-            json!({"allowed": false, "status": {"message": message}}),
-        )
+        respond(review, json!({"allowed": false, "status": {"message": message}}))
     }
 
     /// Allows with this JSONPatch (base64, `patchType: JSONPatch`).
@@ -294,10 +257,6 @@ pub mod reply {
 
     /// A non-AdmissionReview HTTP answer.
     pub fn http(status: u16, content_type: &'static str, body: &str) -> Reply {
-        Reply::Http {
-            status,
-            content_type,
-            body: body.to_owned(),
-        }
+        Reply::Http { status, content_type, body: body.to_owned() }
     }
 }

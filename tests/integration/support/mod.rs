@@ -21,10 +21,8 @@ pub use gateway::{mutating, validating, webhook, webhook_at, Answer, Fleet, Test
 pub use mock_webhook::{reply, MockWebhook, Reply};
 
 /// An HTTPS client (HTTP/1.1) trusting one CA, as the API server would call the gateway.
-pub type HttpsClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<HttpConnector>,
-    Full<Bytes>,
->;
+pub type HttpsClient =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 /// A plain HTTP client, for the admin listener and `serve --insecure-http`.
 pub type HttpClient = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
 
@@ -58,20 +56,24 @@ pub fn server_tls(leaf: &Leaf, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     Arc::new(config)
 }
 
-/// An HTTPS client that trusts only `ca`.
-pub fn https_client(ca: &Ca) -> HttpsClient {
+/// A TLS client configuration that trusts only `ca`.
+pub fn client_tls(ca: &Ca) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca.cert_pem.as_bytes()) {
         roots.add(cert.expect("CA PEM")).expect("CA certificate");
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
+    rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("TLS versions")
         .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_no_client_auth()
+}
+
+/// An HTTPS client that trusts only `ca`.
+pub fn https_client(ca: &Ca) -> HttpsClient {
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(client_tls(ca))
         .https_only()
         .enable_http1()
         .build();
@@ -80,6 +82,12 @@ pub fn https_client(ca: &Ca) -> HttpsClient {
 
 pub fn http_client() -> HttpClient {
     hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Standard base64, as Go encodes `[]byte` in JSON (`response.patch`).
+pub fn base64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 /// Polls `check` every 100 ms until it holds or `within` has passed; returns whether it held.
@@ -117,15 +125,12 @@ pub mod fixtures {
     pub const SECRET_CREATE: &str = "secret-create";
 
     pub fn path(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/reviews")
-            .join(format!("{name}.json"))
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reviews").join(format!("{name}.json"))
     }
 
     /// A fixture review as JSON.
     pub fn review(name: &str) -> Value {
-        let text = std::fs::read_to_string(path(name))
-            .unwrap_or_else(|e| panic!("fixture {name}: {e}"));
+        let text = std::fs::read_to_string(path(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
     }
 
@@ -136,9 +141,6 @@ pub mod fixtures {
 
     /// `request.uid` of a fixture.
     pub fn uid(name: &str) -> String {
-        review(name)["request"]["uid"]
-            .as_str()
-            .expect("fixture uid")
-            .to_owned()
+        review(name)["request"]["uid"].as_str().expect("fixture uid").to_owned()
     }
 }

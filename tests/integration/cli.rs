@@ -1,0 +1,257 @@
+//! The real binary: `check`, `review` and `serve`.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use serde_json::{json, Value};
+
+use crate::support::fixtures::{self, POD_CREATE};
+use crate::support::gateway::send;
+use crate::support::{http_client, mutating, validating, webhook, Fleet, MockWebhook};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_admission-gateway");
+
+/// Runs the binary to completion off the runtime's threads (the mocks keep serving).
+async fn run(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(BINARY)
+            .args(&args)
+            .env("RUST_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("the binary runs")
+    })
+    .await
+    .unwrap()
+}
+
+fn write_fleet(dir: &Path, fleet: &Fleet) -> String {
+    let path = dir.join("fleet.yaml");
+    std::fs::write(&path, fleet.yaml()).unwrap();
+    path.display().to_string()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_accepts_a_valid_configuration() {
+    let mock = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_fleet(
+        dir.path(),
+        &Fleet::of([
+            mutating("m", [webhook("m.example.com", &mock)]),
+            validating("v", [webhook("v.example.com", &mock)]),
+        ])
+        .namespace("team-a", &[("env", "prod")]),
+    );
+
+    let output = run(vec!["check".into(), "--config".into(), config]).await;
+
+    assert!(output.status.success(), "{}", text(&output.stdout));
+    assert!(
+        text(&output.stdout)
+            .contains("configuration is valid: 1 mutating and 1 validating webhooks, 1 namespaces"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_file_object_webhook_and_field_of_every_problem() {
+    let mock = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_fleet(
+        dir.path(),
+        &Fleet::of([validating(
+            "limits",
+            [
+                webhook("fine.example.com", &mock),
+                webhook("slow.example.com", &mock).timeout_seconds(31),
+                webhook("odd.example.com", &mock).set("failurePolicy", json!("Sometimes")),
+            ],
+        )]),
+    );
+
+    let output = run(vec!["check".into(), "--config".into(), config.clone()]).await;
+
+    assert!(!output.status.success());
+    let stdout = text(&output.stdout);
+    let timeout_line = stdout
+        .lines()
+        .find(|line| line.contains("timeoutSeconds"))
+        .unwrap_or_else(|| panic!("no timeoutSeconds problem in:\n{stdout}"));
+    for part in [
+        config.as_str(),
+        r#"ValidatingWebhookConfiguration "limits""#,
+        r#"webhook "slow.example.com""#,
+        "webhooks[1].timeoutSeconds",
+        "31",
+    ] {
+        assert!(timeout_line.contains(part), "{part:?} not in {timeout_line:?}");
+    }
+    let policy_line = stdout
+        .lines()
+        .find(|line| line.contains("failurePolicy"))
+        .unwrap_or_else(|| panic!("no failurePolicy problem in:\n{stdout}"));
+    assert!(
+        policy_line.contains(r#"webhook "odd.example.com""#)
+            && policy_line.contains("webhooks[2].failurePolicy")
+            && policy_line.contains(r#""Sometimes""#),
+        "{policy_line}"
+    );
+    assert!(stdout.contains("configuration refused: 2 error(s)"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_prints_the_trace_and_the_response() {
+    let label =
+        MockWebhook::patching(json!([{"op": "add", "path": "/metadata/labels/team", "value": "payments"}]))
+            .spawn()
+            .await;
+    let check = MockWebhook::allowing().spawn().await;
+    let skipped = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_fleet(
+        dir.path(),
+        &Fleet::of([
+            mutating("labels", [webhook("label.example.com", &label)]),
+            validating(
+                "checks",
+                [
+                    webhook("check.example.com", &check),
+                    webhook("canary.example.com", &skipped)
+                        .object_selector(json!({"matchLabels": {"track": "canary"}})),
+                ],
+            ),
+        ]),
+    );
+    let fixture = fixtures::path(POD_CREATE).display().to_string();
+
+    let output =
+        run(vec!["review".into(), "--config".into(), config, "--stage".into(), "admit".into(), fixture])
+            .await;
+
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    let uid = fixtures::uid(POD_CREATE);
+    for expected in [
+        format!("== /admit {uid}: allowed"),
+        "Mutating round 0: call labels/label.example.com (timeout=10s): allowed".to_owned(),
+        "Validating round 0: call checks/check.example.com (timeout=10s): allowed".to_owned(),
+        "mutation.webhook.admission.k8s.io/round_0_index_0".to_owned(),
+    ] {
+        assert!(stdout.contains(&expected), "{expected:?} not in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains(
+            "Validating round 0: skip checks/canary.example.com: objectSelector matches neither object nor oldObject"
+        ),
+        "the trace says why a webhook was skipped:\n{stdout}"
+    );
+    let response: Value = serde_json::from_str(
+        stdout.split("-- response\n").nth(1).unwrap_or_else(|| panic!("no response in:\n{stdout}")),
+    )
+    .expect("the response is JSON");
+    assert_eq!(response["response"]["uid"], json!(uid));
+    assert_eq!(response["response"]["allowed"], json!(true));
+    assert_eq!(response["response"]["patchType"], json!("JSONPatch"));
+    assert_eq!((label.calls(), check.calls(), skipped.calls()), (1, 1, 0));
+}
+
+/// Kills the child process it holds when dropped, so a failed assertion leaves nothing behind.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `address=` of the "serving" log line, waiting for it at most `within`.
+fn serving_address(lines: &mpsc::Receiver<String>, within: Duration) -> Option<String> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = deadline.checked_duration_since(std::time::Instant::now())?;
+        let line = lines.recv_timeout(left).ok()?;
+        if !line.contains("serving") {
+            continue;
+        }
+        if let Some(address) = line.split_whitespace().find_map(|field| field.strip_prefix("address=")) {
+            return Some(address.to_owned());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_a_review_over_plain_http() {
+    let deny = MockWebhook::denying("served by the binary").spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        write_fleet(dir.path(), &Fleet::of([validating("fleet", [webhook("deny.example.com", &deny)])]));
+    let mut child = Command::new(BINARY)
+        .args(["serve", "--config", &config, "--insecure-http"])
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let stderr = child.stderr.take().unwrap();
+    let server = Running(child);
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+
+    let address = tokio::task::spawn_blocking(move || serving_address(&received, Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("a \"serving\" line with address= within 10 s");
+    let request = http::Request::post(format!("http://{address}/validate"))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(fixtures::review(POD_CREATE).to_string())))
+        .unwrap();
+    let (status, body) = send(&http_client(), request).await.expect("the binary answers");
+
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["response"]["uid"], json!(fixtures::uid(POD_CREATE)));
+    assert_eq!(answer["response"]["allowed"], json!(false));
+    assert_eq!(
+        answer["response"]["status"]["message"],
+        json!(r#"admission webhook "deny.example.com" denied the request: served by the binary"#)
+    );
+    assert_eq!(deny.calls(), 1);
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_traces_webhooks_skipped_by_their_rules() {
+    let secrets = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_fleet(
+        dir.path(),
+        &Fleet::of([validating(
+            "checks",
+            [webhook("secrets.example.com", &secrets).rule(&["*"], &["secrets"])],
+        )]),
+    );
+    let fixture = fixtures::path(POD_CREATE).display().to_string();
+
+    let output = run(vec!["review".into(), "--config".into(), config, fixture]).await;
+
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("skip checks/secrets.example.com: no rule matches"), "{stdout}");
+}

@@ -50,7 +50,7 @@ impl Stage {
 #[derive(Debug)]
 pub struct Outcome {
     pub answer: Answer,
-    /// Annotations under their full keys (the answer carries them encoded).
+    /// Annotations under their full keys, when tracing (the answer carries them encoded).
     pub full_annotations: std::collections::BTreeMap<String, String>,
     pub trace: Trace,
     /// The final object, when tracing (for the `review` trace).
@@ -91,5 +91,8 @@ pub async fn review(
             warnings: records.warnings(),
         },
     };
-    Outcome { answer, full_annotations: records.annotations().clone(), trace, final_object }
+    // Full keys are for the trace; the answer carries them encoded.
+    let full_annotations =
+        if trace.is_enabled() { records.annotations().clone() } else { Default::default() };
+    Outcome { answer, full_annotations, trace, final_object }
 }

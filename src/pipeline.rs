@@ -66,7 +66,7 @@ pub async fn review(
     mut trace: Trace,
 ) -> Outcome {
     let mut records = Records::default();
-    let mut object = ObjectState::new(review.request.object.as_deref());
+    let mut object = ObjectState::new(review.request.object.as_deref(), review.request.old_object.as_deref());
     let mut result = Ok(());
     if matches!(stage, Stage::Mutate | Stage::Admit) {
         result = mutate::run_chain(snapshot, review, &mut object, deadline, &mut records, &mut trace).await;

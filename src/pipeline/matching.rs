@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use super::object::{labels_of, ObjectState};
+use super::object::ObjectState;
 use super::verdict;
 use crate::config::compile::{Hook, RuleRequest};
 use crate::config::Snapshot;
@@ -79,7 +79,7 @@ pub fn should_call(
         Ok(false) => return Ok(Some(Skip::NamespaceSelector)),
         Err(status) => selector_error = Some(status),
     }
-    if !object_matches(hook, review, object) {
+    if !object_matches(hook, object) {
         return Ok(Some(Skip::ObjectSelector));
     }
     let resource = review.resource();
@@ -119,14 +119,13 @@ fn namespace_matches(
     if selector.is_empty() {
         return Ok(true);
     }
-    let own_labels;
+    let no_labels = Labels::new();
     let labels: &Labels = if resource == "namespaces"
         && review.request.sub_resource.is_empty()
         && matches!(review.operation(), Operation::Create | Operation::Update)
     {
         // Creating or updating a namespace: its labels as the request (and earlier patches) set them.
-        own_labels = object.labels().unwrap_or_default();
-        &own_labels
+        object.labels().unwrap_or(&no_labels)
     } else {
         match snapshot.namespaces.get(namespace) {
             Some(labels) => labels,
@@ -137,14 +136,13 @@ fn namespace_matches(
 }
 
 /// §4.4: the selector must match the labels of the current object or of the old object.
-fn object_matches(hook: &Hook, review: &IncomingReview, object: &ObjectState<'_>) -> bool {
+fn object_matches(hook: &Hook, object: &ObjectState<'_>) -> bool {
     let Some(selector) = &hook.object_selector else {
         return false;
     };
     if selector.is_empty() {
         return true;
     }
-    let old = || labels_of(None, review.request.old_object.as_deref());
-    object.labels().is_some_and(|labels| selector.matches(&labels))
-        || old().is_some_and(|labels| selector.matches(&labels))
+    object.labels().is_some_and(|labels| selector.matches(labels))
+        || object.old_labels().is_some_and(|labels| selector.matches(labels))
 }

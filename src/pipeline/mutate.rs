@@ -124,9 +124,9 @@ async fn call_hook(
     let (changed, judgement, outcome) = match called.attempt {
         Attempt::Refused(status) => (false, Judgement::Fail(status), "refused: dry run".to_owned()),
         Attempt::CallError(error) => call_error(hook, &error),
-        Attempt::Answered(response) => {
-            records.webhook_annotations(&hook.name, response.audit_annotations.clone());
-            records.warn(response.warnings.clone());
+        Attempt::Answered(mut response) => {
+            records.webhook_annotations(&hook.name, response.audit_annotations.take());
+            records.warn(response.warnings.take());
             if !response.allowed {
                 let status = verdict::rejection(&hook.name, response.status.as_ref());
                 let outcome = format!("denied: {}", status.message.as_deref().unwrap_or_default());

@@ -1,6 +1,8 @@
 //! The object as it travels the mutating chain: raw JSON until a stage needs a tree, parsed
 //! once, re-encoded only after a patch changed it, and diffed once at the end.
 
+use std::cell::OnceCell;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -8,11 +10,18 @@ use serde_json::Value;
 use crate::patch::{ApplyError, Patch};
 use crate::selector::Labels;
 
-/// The request's `object` (current) with what is needed to answer with one combined patch.
+/// The request's `object` (current) with what is needed to answer with one combined patch,
+/// and the labels object selectors look at, found once rather than once per webhook.
 #[derive(Debug)]
 pub struct ObjectState<'a> {
     /// The object as received; `None` for a null object (DELETE).
     received: Option<&'a RawValue>,
+    /// The request's `oldObject`, which patches never change.
+    old: Option<&'a RawValue>,
+    /// Labels of the current object (`None` inside: no object, or no metadata).
+    labels: OnceCell<Option<Labels>>,
+    /// Labels of the old object.
+    old_labels: OnceCell<Option<Labels>>,
     /// The current object as a tree, once some stage needed it.
     tree: Option<Value>,
     /// The received object as a tree, kept once a patch changed the object.
@@ -42,9 +51,12 @@ struct LabelsOnly {
 }
 
 impl<'a> ObjectState<'a> {
-    pub fn new(received: Option<&'a RawValue>) -> Self {
+    pub fn new(received: Option<&'a RawValue>, old: Option<&'a RawValue>) -> Self {
         Self {
             received: received.filter(|raw| raw.get() != "null"),
+            old,
+            labels: OnceCell::new(),
+            old_labels: OnceCell::new(),
             tree: None,
             original: None,
             encoded: None,
@@ -75,8 +87,13 @@ impl<'a> ObjectState<'a> {
 
     /// The current object's labels; `None` when there is no object or it has no metadata
     /// (options kinds on CONNECT), which no object selector matches (§4.4).
-    pub fn labels(&self) -> Option<Labels> {
-        labels_of(self.tree.as_ref(), self.received)
+    pub fn labels(&self) -> Option<&Labels> {
+        self.labels.get_or_init(|| labels_of(self.tree.as_ref(), self.received)).as_ref()
+    }
+
+    /// The old object's labels, on the same terms.
+    pub fn old_labels(&self) -> Option<&Labels> {
+        self.old_labels.get_or_init(|| labels_of(None, self.old)).as_ref()
     }
 
     /// The current object as a tree.
@@ -114,6 +131,7 @@ impl<'a> ObjectState<'a> {
             self.original = previous;
         }
         self.encoded = None;
+        self.labels = OnceCell::new();
         Ok(true)
     }
 
@@ -129,7 +147,7 @@ impl<'a> ObjectState<'a> {
 }
 
 /// Labels of an object given as a tree or raw JSON, without building a tree from raw JSON.
-pub fn labels_of(tree: Option<&Value>, raw: Option<&RawValue>) -> Option<Labels> {
+fn labels_of(tree: Option<&Value>, raw: Option<&RawValue>) -> Option<Labels> {
     if let Some(tree) = tree {
         let metadata = tree.get("metadata")?.as_object()?;
         let labels = metadata.get("labels").and_then(Value::as_object);
@@ -168,15 +186,20 @@ mod tests {
     #[test]
     fn patches_accumulate_into_one_combined_patch() {
         let received = raw(r#"{"metadata":{"name":"p","labels":{"a":"1"}},"spec":{"x":1}}"#);
-        let mut object = ObjectState::new(Some(&received));
+        let mut object = ObjectState::new(Some(&received), None);
         assert_eq!(object.raw().unwrap().get(), received.get(), "untouched object is forwarded as received");
+        assert_eq!(object.labels().unwrap().get("b"), None);
         let add = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
         assert!(object.apply(&add).unwrap());
         let same = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
         assert!(!object.apply(&same).unwrap(), "re-adding an existing label changes nothing");
         let remove = Patch::decode(br#"[{"op":"remove","path":"/spec/x"}]"#).unwrap();
         assert!(object.apply(&remove).unwrap());
-        assert_eq!(object.labels().unwrap().get("b").map(String::as_str), Some("2"));
+        assert_eq!(
+            object.labels().unwrap().get("b").map(String::as_str),
+            Some("2"),
+            "labels follow the patches"
+        );
         assert!(object.raw().unwrap().get().contains(r#""b":"2""#));
         let combined: Value = serde_json::from_slice(&object.combined_patch().unwrap()).unwrap();
         let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
@@ -196,7 +219,7 @@ mod tests {
     #[test]
     fn an_unchanged_object_yields_no_patch() {
         let received = raw(r#"{"metadata":{}}"#);
-        let object = ObjectState::new(Some(&received));
+        let object = ObjectState::new(Some(&received), None);
         assert_eq!(object.combined_patch(), None);
     }
 }

@@ -400,7 +400,8 @@ async fn an_earlier_webhook_can_switch_a_later_one_on() {
     let enabler = MockWebhook::patching(add_label("inject", "yes")).spawn().await;
     let injector = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::mutating([
-        webhook("enabler.example.com", &enabler),
+        // Selecting on labels itself, so the object's labels are read before its patch.
+        webhook("enabler.example.com", &enabler).object_selector(json!({"matchLabels": {"app": "web"}})),
         webhook("injector.example.com", &injector).object_selector(json!({"matchLabels": {"inject": "yes"}})),
     ])
     .await;

@@ -13,7 +13,9 @@ use crate::pipeline::Stage;
 /// booleans and fixed reason names, never anything from a request.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    reviews: Mutex<BTreeMap<(&'static str, bool), u64>>,
+    /// Reviews answered, by stage and verdict: lock-free, as every review counts one.
+    reviews: [[AtomicU64; 2]; 3],
+    /// Refused requests, by stage and reason: the error path, so a lock is fine.
     bad_requests: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     pub reload_failures: AtomicU64,
     pub reload_successes: AtomicU64,
@@ -21,8 +23,7 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn review(&self, stage: Stage, allowed: bool) {
-        let mut reviews = self.reviews.lock().unwrap_or_else(|p| p.into_inner());
-        *reviews.entry((stage.as_str(), allowed)).or_default() += 1;
+        self.reviews[stage_index(stage)][usize::from(allowed)].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn bad_request(&self, stage: Stage, reason: &'static str) {
@@ -36,11 +37,17 @@ impl Metrics {
             "# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n",
         );
         out.push_str("# TYPE admission_gateway_reviews_total counter\n");
-        for ((stage, allowed), count) in self.reviews.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let _ = writeln!(
-                out,
-                "admission_gateway_reviews_total{{stage=\"{stage}\",allowed=\"{allowed}\"}} {count}"
-            );
+        for stage in [Stage::Mutate, Stage::Validate, Stage::Admit] {
+            for allowed in [false, true] {
+                let count = self.reviews[stage_index(stage)][usize::from(allowed)].load(Ordering::Relaxed);
+                if count > 0 {
+                    let stage = stage.as_str();
+                    let _ = writeln!(
+                        out,
+                        "admission_gateway_reviews_total{{stage=\"{stage}\",allowed=\"{allowed}\"}} {count}"
+                    );
+                }
+            }
         }
         out.push_str("# HELP admission_gateway_bad_requests_total Requests refused before dispatch (4xx), by reason.\n");
         out.push_str("# TYPE admission_gateway_bad_requests_total counter\n");
@@ -82,5 +89,36 @@ impl Metrics {
             self.reload_failures.load(Ordering::Relaxed)
         );
         out
+    }
+}
+
+fn stage_index(stage: Stage) -> usize {
+    match stage {
+        Stage::Mutate => 0,
+        Stage::Validate => 1,
+        Stage::Admit => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reviews_are_counted_by_stage_and_verdict() {
+        let metrics = Metrics::default();
+        metrics.review(Stage::Validate, true);
+        metrics.review(Stage::Validate, true);
+        metrics.review(Stage::Mutate, false);
+        let text = metrics.render(&Snapshot::empty());
+        assert!(
+            text.contains("admission_gateway_reviews_total{stage=\"validate\",allowed=\"true\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("admission_gateway_reviews_total{stage=\"mutate\",allowed=\"false\"} 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("stage=\"admit\""), "{text}");
     }
 }

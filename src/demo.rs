@@ -9,7 +9,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +27,7 @@ use crate::app::{self, ServeOptions};
 use crate::certs::Ca;
 use crate::cli::DemoArgs;
 use crate::review::decode;
+use crate::server::tls;
 use crate::upstream::Clients;
 
 /// The fleet's manifests, with `${FLEET_URL}` and `${CA_BUNDLE}` to fill in.
@@ -55,7 +56,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let key = write("tls.key", &leaf.key_pem)?;
     write("ca.crt", &ca.cert_pem)?;
 
-    let fleet_address = start_fleet(&leaf.cert_pem, &leaf.key_pem).await?;
+    let fleet_address = start_fleet(&cert, &key).await?;
     let fleet = FLEET
         .replace("${FLEET_URL}", &format!("https://{fleet_address}"))
         .replace("${CA_BUNDLE}", &ca.ca_bundle());
@@ -109,15 +110,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 }
 
 /// Starts the demo webhooks on one HTTPS listener on loopback.
-async fn start_fleet(cert_pem: &str, key_pem: &str) -> anyhow::Result<SocketAddr> {
-    use rustls_pki_types::pem::PemObject as _;
-    let chain = rustls_pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()?;
-    let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?;
-    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
+async fn start_fleet(cert: &Path, key: &Path) -> anyhow::Result<SocketAddr> {
+    // The fleet serves the gateway's own certificate: both are 127.0.0.1 under the demo CA.
+    let tls = tls::server_config(Arc::new(tls::ReloadingCert::load(cert, key)?))?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let address = listener.local_addr()?;

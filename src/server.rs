@@ -212,7 +212,7 @@ async fn admission(state: &State, stage: Stage, request: Request<Incoming>) -> R
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
     span.in_scope(|| {
         // Debug: at thousands of reviews a second an info line each costs a third of the
-        // throughput. Failures and refusals are logged at warn by the stages themselves.
+        // throughput. Failed webhook calls are logged at warn by the stages, bad requests here.
         tracing::debug!(
             allowed = answer.allowed,
             code,
@@ -243,7 +243,8 @@ enum ReadError {
 async fn read_capped(mut body: Incoming, declared: Option<u64>) -> Result<Bytes, ReadError> {
     let unreadable = |e: hyper::Error| ReadError::Unreadable(format!("cannot read the request body: {e}"));
     let mut received = 0usize;
-    let mut collected = Vec::new();
+    // Sized from Content-Length when it is within the cap, so a body is copied once.
+    let mut collected = Vec::with_capacity(declared.map_or(0, |n| n.min(MAX_REVIEW_BYTES as u64) as usize));
     if declared.is_none_or(|length| length <= MAX_REVIEW_BYTES as u64) {
         let read = async {
             while let Some(frame) = body.frame().await {

@@ -1,10 +1,19 @@
-//! The command line. Knows nothing of the configuration's contents.
+//! The command line: arguments (clap), and each command run to its exit code. A leaf on top of
+//! the crate: nothing imports it but `main.rs`.
+//!
+//! Exit codes: 0 success (configuration valid, review allowed); 1 a negative verdict
+//! (configuration refused, review denied); 2 an error (bad usage, unreadable input, cannot
+//! start). Results go to standard output, errors and logs to standard error.
 
-use std::net::SocketAddr;
+mod check;
+mod review;
+
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::app::{self, ServeOptions};
 use crate::pipeline::Stage;
 
 /// One admission webhook in front of a Kubernetes webhook fleet, deciding exactly as
@@ -13,69 +22,190 @@ use crate::pipeline::Stage;
 #[command(name = "admission-gateway", version)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Serve /mutate, /validate and /admit, with /metrics on a second listener.
     Serve(ServeArgs),
     /// Validate the configuration as the API server would; print every problem.
-    Check(ConfigArgs),
-    /// Run one AdmissionReview file through the live fleet and print the answer and a trace.
+    Check(CheckArgs),
+    /// Run one AdmissionReview file through the live fleet and print the answer and an explanation.
     Review(ReviewArgs),
+    /// Print the gateway's own webhook registrations for a fleet.
+    Registration(crate::registration::RegistrationArgs),
     /// Start an example fleet with the gateway in front, send sample reviews, keep serving.
     Demo(DemoArgs),
 }
 
-#[derive(Debug, Args)]
-pub struct ConfigArgs {
-    /// A configuration file or directory (repeatable): YAML or JSON Kubernetes objects.
-    #[arg(long = "config", required = true, value_name = "PATH")]
-    pub paths: Vec<PathBuf>,
+/// Process exit codes, the same for every command.
+pub(crate) mod exit {
+    use std::process::ExitCode;
+    /// Allowed / valid.
+    pub(crate) const SUCCESS: u8 = 0;
+    /// Denied / refused.
+    pub(crate) const NEGATIVE: u8 = 1;
+    /// Could not do what was asked.
+    pub(crate) const ERROR: u8 = 2;
+
+    pub(crate) fn code(code: u8) -> ExitCode {
+        ExitCode::from(code)
+    }
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ConfigArgs {
+    /// Configuration files or directories (YAML or JSON Kubernetes objects); takes several
+    /// values and may be repeated.
+    #[arg(long = "config", required = true, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) paths: Vec<PathBuf>,
+}
+
+/// How a command prints its result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Output {
+    /// For people.
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
     #[command(flatten)]
-    pub config: ConfigArgs,
-    /// Address of the admission endpoints.
-    #[arg(long, default_value = "0.0.0.0:8443")]
-    pub listen: SocketAddr,
+    pub(crate) config: ConfigArgs,
+    /// Address of the admission endpoints (HOST:PORT; a name such as localhost is resolved).
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "HOST:PORT")]
+    pub(crate) listen: String,
     /// PEM certificate (chain) to serve; reloaded when the file changes.
     #[arg(long, value_name = "PATH", required_unless_present = "insecure_http", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
+    pub(crate) tls_cert: Option<PathBuf>,
     /// PEM private key of --tls-cert; reloaded when the file changes.
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    pub(crate) tls_key: Option<PathBuf>,
     /// Serve plain HTTP instead of HTTPS (for local testing only).
     #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
-    pub insecure_http: bool,
+    pub(crate) insecure_http: bool,
     /// Address of /metrics, /healthz and /readyz (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:9090")]
-    pub metrics_listen: SocketAddr,
+    #[arg(long, default_value = "0.0.0.0:9090", value_name = "HOST:PORT")]
+    pub(crate) metrics_listen: String,
 }
 
 #[derive(Debug, Args)]
-pub struct ReviewArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
-    pub config: ConfigArgs,
-    /// Which dispatchers to run, as the endpoint of the same name would.
-    #[arg(long, value_enum, default_value = "admit")]
-    pub stage: Stage,
-    /// The caller's timeout, as the API server's `?timeout=` (e.g. 10s).
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// An AdmissionReview (JSON) file; `-` reads standard input.
-    pub file: PathBuf,
+    pub(crate) config: ConfigArgs,
+    /// Accept a configuration without a single webhook (otherwise an error).
+    #[arg(long)]
+    pub(crate) allow_empty: bool,
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub(crate) output: Output,
+}
+
+/// Which dispatchers `review` runs, as the endpoint of the same name would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StageArg {
+    /// `/mutate`: the mutating chain only.
+    Mutate,
+    /// `/validate`: the validating webhooks only.
+    Validate,
+    /// `/admit`: the mutating chain, then the validating webhooks on its result.
+    Admit,
+}
+
+impl From<StageArg> for Stage {
+    fn from(stage: StageArg) -> Self {
+        match stage {
+            StageArg::Mutate => Stage::Mutate,
+            StageArg::Validate => Stage::Validate,
+            StageArg::Admit => Stage::Admit,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct ReviewArgs {
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    #[arg(long, value_enum, default_value = "admit")]
+    pub(crate) stage: StageArg,
+    /// The caller's timeout, as the API server's `?timeout=` (a Go duration, e.g. 10s): the
+    /// deadline budget of the review.
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) timeout: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub(crate) output: Output,
+    /// An AdmissionReview (JSON) file; `-` reads standard input. After `--config a b`, the
+    /// last value is taken as the file when none follows.
+    pub(crate) file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
     /// Address of the gateway's HTTPS listener.
-    #[arg(long, default_value = "127.0.0.1:8443")]
-    pub listen: SocketAddr,
-    /// Send the sample reviews, print their traces and exit instead of serving until Ctrl-C.
+    #[arg(long, default_value = "127.0.0.1:8443", value_name = "HOST:PORT")]
+    pub(crate) listen: String,
+    /// Send the sample reviews, print their explanations and exit instead of serving until Ctrl-C.
     #[arg(long)]
-    pub once: bool,
+    pub(crate) once: bool,
+}
+
+/// Runs a command to completion and returns the process exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return exit::code(exit::ERROR);
+        }
+    };
+    runtime.block_on(async {
+        let result = match cli.command {
+            Command::Serve(args) => serve(args).await,
+            Command::Check(args) => return check::run(&args),
+            Command::Review(args) => return review::run(args).await,
+            Command::Registration(args) => return crate::registration::run(args),
+            Command::Demo(args) => crate::demo::run(args).await,
+        };
+        match result {
+            Ok(()) => exit::code(exit::SUCCESS),
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                exit::code(exit::ERROR)
+            }
+        }
+    })
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let tls = match (args.tls_cert, args.tls_key, args.insecure_http) {
+        (Some(cert), Some(key), false) => Some((cert, key)),
+        (_, _, true) => None,
+        _ => anyhow::bail!("--tls-cert and --tls-key are required unless --insecure-http is given"),
+    };
+    let running = app::start(ServeOptions {
+        paths: args.config.paths,
+        listen: app::resolve(&args.listen).await?,
+        metrics_listen: app::resolve(&args.metrics_listen).await?,
+        tls,
+        explained: None,
+    })
+    .await?;
+    app::shutdown_signal().await;
+    tracing::info!("shutting down: draining in-flight reviews");
+    running.shutdown().await;
+    Ok(())
+}
+
+/// Writes `value` as JSON or YAML (text output is each command's own).
+pub(crate) fn print_structured(output: Output, value: &serde_json::Value) {
+    match output {
+        Output::Yaml => match serde_norway::to_string(value) {
+            Ok(yaml) => print!("{yaml}"),
+            Err(error) => eprintln!("error: cannot write YAML: {error}"),
+        },
+        _ => println!("{}", serde_json::to_string_pretty(value).unwrap_or_default()),
+    }
 }

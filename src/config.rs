@@ -5,21 +5,23 @@
 //! `compile` turns the result into the immutable [`Snapshot`] every review reads, and `reload`
 //! watches the paths and swaps a new snapshot in atomically, keeping the last good one on error.
 
-pub mod compile;
-pub mod defaults;
-pub mod load;
-pub mod manifest;
-pub mod reload;
-pub mod validate;
+pub(crate) mod compile;
+pub(crate) mod defaults;
+pub(crate) mod load;
+pub(crate) mod manifest;
+pub(crate) mod reload;
+pub(crate) mod settings;
+pub(crate) mod validate;
 
 use std::fmt;
 use std::path::PathBuf;
 
-pub use compile::{LiveSnapshot, Snapshot};
+pub(crate) use compile::{LiveSnapshot, Snapshot};
+pub(crate) use settings::Settings;
 
 /// How serious a configuration problem is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
+pub(crate) enum Severity {
     /// Stored by the API server only for legacy objects: loaded, and reported.
     Warning,
     /// Refused by the API server: the configuration does not load.
@@ -28,16 +30,16 @@ pub enum Severity {
 
 /// One problem in the configuration, naming where it is: file, object, webhook, field.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    pub severity: Severity,
-    pub file: PathBuf,
+pub(crate) struct Problem {
+    pub(crate) severity: Severity,
+    pub(crate) file: PathBuf,
     /// `Kind "name"` of the object, when the problem is inside one.
-    pub object: Option<String>,
+    pub(crate) object: Option<String>,
     /// `name` of the webhook, when the problem is inside one.
-    pub webhook: Option<String>,
+    pub(crate) webhook: Option<String>,
     /// Field path in the object, e.g. `webhooks[0].timeoutSeconds`.
-    pub field: Option<String>,
-    pub message: String,
+    pub(crate) field: Option<String>,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for Problem {
@@ -62,25 +64,25 @@ impl fmt::Display for Problem {
 
 /// What validation found in one object, before the caller adds the file and object names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    pub severity: Severity,
+pub(crate) struct Finding {
+    pub(crate) severity: Severity,
     /// `name` of the webhook the finding is about, if any.
-    pub webhook: Option<String>,
+    pub(crate) webhook: Option<String>,
     /// Field path from the object's root, e.g. `webhooks[0].rules[1].operations[0]`.
-    pub field: String,
+    pub(crate) field: String,
     /// API-server style text, e.g. `Unsupported value: "Sometimes": supported values: "Fail", "Ignore"`.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// A configuration that did not load: every problem found (warnings included, for context).
 #[derive(Debug, thiserror::Error)]
 #[error("configuration refused with {} error(s)", self.errors())]
-pub struct ConfigError {
-    pub problems: Vec<Problem>,
+pub(crate) struct ConfigError {
+    pub(crate) problems: Vec<Problem>,
 }
 
 impl ConfigError {
-    pub fn errors(&self) -> usize {
+    pub(crate) fn errors(&self) -> usize {
         self.problems.iter().filter(|p| p.severity == Severity::Error).count()
     }
 }

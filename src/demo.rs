@@ -26,27 +26,58 @@ use tokio::sync::mpsc;
 use crate::app::{self, ServeOptions};
 use crate::certs::Ca;
 use crate::cli::DemoArgs;
-use crate::review::decode;
+use crate::report;
+use crate::review::{decode, ReviewVersion};
 use crate::server::tls;
 use crate::upstream::Clients;
 
 /// The fleet's manifests, with `${FLEET_URL}` and `${CA_BUNDLE}` to fill in.
 const FLEET: &str = include_str!("../config/demo/fleet.yaml");
-/// The reviews the demo sends, as the API server would send them.
-const SAMPLES: [(&str, &str); 4] = [
+/// Every review fixture the repository ships, as the API server would send them.
+const SAMPLES: [(&str, &str); 9] = [
     ("pod-create.json", include_str!("../tests/fixtures/reviews/pod-create.json")),
     ("pod-create-privileged.json", include_str!("../tests/fixtures/reviews/pod-create-privileged.json")),
-    ("secret-create.json", include_str!("../tests/fixtures/reviews/secret-create.json")),
     ("pod-create-dry-run.json", include_str!("../tests/fixtures/reviews/pod-create-dry-run.json")),
+    ("pod-create-v1beta1.json", include_str!("../tests/fixtures/reviews/pod-create-v1beta1.json")),
+    ("pod-update.json", include_str!("../tests/fixtures/reviews/pod-update.json")),
+    ("pod-delete.json", include_str!("../tests/fixtures/reviews/pod-delete.json")),
+    ("pod-exec-connect.json", include_str!("../tests/fixtures/reviews/pod-exec-connect.json")),
+    ("secret-create.json", include_str!("../tests/fixtures/reviews/secret-create.json")),
+    ("namespace-create.json", include_str!("../tests/fixtures/reviews/namespace-create.json")),
 ];
 /// How long the `slow` webhook takes (its timeoutSeconds is 1).
 const SLOW_WEBHOOK_DELAY: Duration = Duration::from_secs(2);
 
-pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+/// Runs the demo. Its temporary directory (it holds a TLS key) is removed however the demo
+/// ends: done, failed, or interrupted with Ctrl-C or SIGTERM.
+pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let directory = TempDir::create()?;
+    tokio::select! {
+        result = demo(&args, &directory.0) => result,
+        () = app::shutdown_signal() => Ok(()),
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn create() -> anyhow::Result<Self> {
+        let path = std::env::temp_dir().join(format!("admission-gateway-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
     let ca = Ca::new("admission-gateway demo CA")?;
     let leaf = ca.issue(&["127.0.0.1", "localhost"])?;
-    let directory = std::env::temp_dir().join(format!("admission-gateway-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).with_context(|| format!("creating {}", directory.display()))?;
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
         let path = directory.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -62,13 +93,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .replace("${CA_BUNDLE}", &ca.ca_bundle());
     let config = write("fleet.yaml", &fleet)?;
 
-    let (traces, mut traced) = mpsc::unbounded_channel();
+    let (explained, mut reviews) = mpsc::unbounded_channel();
     let running = app::start(ServeOptions {
         paths: vec![config.clone()],
-        listen: args.listen,
+        listen: app::resolve(&args.listen).await?,
         metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         tls: Some((cert, key)),
-        traces: Some(traces),
+        explained: Some(explained),
     })
     .await?;
     println!("admission-gateway demo");
@@ -82,9 +113,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         let (status, _) =
             client.post_json(&url, sample.as_bytes().to_vec()).await.map_err(anyhow::Error::msg)?;
         println!("POST /admit {name} → HTTP {status}");
-        if let Some(traced) = traced.recv().await {
+        if let Some(review) = reviews.recv().await {
             let version = decode::review(sample.as_bytes())?.version;
-            println!("{}", app::render_review(traced.stage, &traced.uid, version, &traced.outcome, false));
+            println!("{}", report::text(review.stage, &review.uid, version, &review.outcome, false));
         }
     }
     if args.once {
@@ -97,13 +128,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         directory.join("ca.crt").display(),
         running.address
     );
-    loop {
-        tokio::select! {
-            Some(traced) = traced.recv() => {
-                println!("{}", app::render_review(traced.stage, &traced.uid, crate::review::ReviewVersion::V1, &traced.outcome, false));
-            }
-            () = app::shutdown_signal() => break,
-        }
+    while let Some(review) = reviews.recv().await {
+        println!("{}", report::text(review.stage, &review.uid, ReviewVersion::V1, &review.outcome, false));
     }
     running.shutdown().await;
     Ok(())

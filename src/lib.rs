@@ -15,19 +15,22 @@
 //! - `pipeline`: matching, the mutating chain, the validating fan-out, verdicts, records.
 //! - `upstream`: pooled HTTPS clients and the downstream call with its checks.
 //! - `patch`: JSON Patch with kube-apiserver's (evanphx v4) semantics.
-//! - `selector`: label selectors. `trace`: the readable account of one review.
+//! - `selector`: label selectors. `explain`: the readable account of one review.
 //! - `server`: the HTTPS listener, routes, TLS reload, the metrics listener.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated test PKI.
 
 pub mod app;
 pub mod certs;
 pub mod cli;
-pub mod config;
-pub mod demo;
-pub mod patch;
-pub mod pipeline;
-pub mod review;
-pub mod selector;
-pub mod server;
-pub mod trace;
-pub mod upstream;
+pub(crate) mod config;
+pub(crate) mod demo;
+pub(crate) mod explain;
+pub(crate) mod go;
+pub(crate) mod patch;
+pub(crate) mod pipeline;
+pub(crate) mod registration;
+pub(crate) mod report;
+pub(crate) mod review;
+pub(crate) mod selector;
+pub(crate) mod server;
+pub(crate) mod upstream;

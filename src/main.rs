@@ -12,5 +12,5 @@ fn main() -> std::process::ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
-    admission_gateway::app::main(cli)
+    admission_gateway::cli::run(cli)
 }

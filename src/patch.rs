@@ -45,14 +45,14 @@ type Operation = BTreeMap<String, Box<RawValue>>;
 
 /// A decoded patch: Go's `jsonpatch.Patch`.
 #[derive(Clone, Debug, Default)]
-pub struct Patch {
+pub(crate) struct Patch {
     /// `None` is a `null` array element (Go: a nil `Operation`), which fails to apply.
     operations: Vec<Option<Operation>>,
 }
 
 /// Why a webhook's patch is not a JSON Patch; the text is Go's `json.Unmarshal` error.
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     /// Go's `*json.SyntaxError`, e.g. `invalid character 'x' looking for beginning of value`.
     #[error("{0}")]
     Syntax(String),
@@ -66,7 +66,7 @@ pub enum DecodeError {
 
 /// Why a patch does not apply; the text is `evanphx/json-patch`'s, wrapping included.
 #[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
+pub(crate) enum ApplyError {
     #[error("json: cannot unmarshal {0} into Go value of type jsonpatch.partialDoc")]
     DocumentNotContainer(&'static str),
     #[error("Unexpected kind: {0}")]
@@ -106,7 +106,7 @@ pub enum ApplyError {
 
 /// Why an operation's `path` or `from` member is unusable.
 #[derive(Debug, thiserror::Error)]
-pub enum FieldError {
+pub(crate) enum FieldError {
     /// `add`, `remove` and `copy` report any `path` problem as just this.
     #[error("missing value")]
     Missing,
@@ -122,7 +122,7 @@ pub enum FieldError {
 
 /// Why the container a pointer leads to has no such member or index.
 #[derive(Debug, thiserror::Error)]
-pub enum TargetError {
+pub(crate) enum TargetError {
     #[error("Unable to remove nonexistent key: {0}: missing value")]
     NonexistentKey(String),
     #[error("Unable to access invalid index: {0}: invalid index referenced")]
@@ -136,7 +136,7 @@ pub enum TargetError {
 
 /// Go's `strconv.Atoi` error, e.g. `strconv.Atoi: parsing "x": invalid syntax`.
 #[derive(Debug, thiserror::Error)]
-pub struct AtoiError {
+pub(crate) struct AtoiError {
     text: String,
     out_of_range: bool,
 }
@@ -150,7 +150,7 @@ impl fmt::Display for AtoiError {
 
 impl Patch {
     /// Decodes a JSON array of operation objects, as Go's `jsonpatch.DecodePatch`.
-    pub fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
         match serde_json::from_slice::<Option<Vec<Option<Operation>>>>(bytes) {
             Ok(operations) => Ok(Patch { operations: operations.unwrap_or_default() }),
             Err(error) => Err(explain_decode_error(bytes, error)),
@@ -158,16 +158,16 @@ impl Patch {
     }
 
     /// Whether the patch has no operations (kube-apiserver then treats it as no patch).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.operations.is_empty()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.operations.len()
     }
 
     /// Applies the operations in order, in place. On error the document may be partly patched.
-    pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         if !(doc.is_object() || doc.is_array()) {
             return Err(ApplyError::DocumentNotContainer(go_kind_of(doc)));
         }
@@ -192,7 +192,7 @@ impl Patch {
     /// operation's keys sorted, values as sent but compacted, `<`, `>`, `&`, U+2028 and U+2029
     /// escaped. (Go writes `null` for a patch decoded from `null`; kube-apiserver never
     /// annotates an empty patch.)
-    pub fn annotation_json(&self) -> String {
+    pub(crate) fn annotation_json(&self) -> String {
         let mut out = String::from("[");
         for (i, operation) in self.operations.iter().enumerate() {
             if i > 0 {

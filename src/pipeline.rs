@@ -6,28 +6,42 @@
 //!        ─▶ 3 validate::fan_out   concurrent, on the mutated object
 //!        ─▶ answer: verdict + one combined patch + annotations + warnings
 //! ```
+//!
+//! Both stages work on one [`Review`]: the request, the snapshot it is judged against, the
+//! deadline budget, the object as patched so far, the annotations and warnings, the trace.
+//! What the two stages do alike with a webhook's outcome is written once, below.
 
-pub mod call;
-pub mod matching;
-pub mod mutate;
-pub mod object;
-pub mod record;
-pub mod validate;
-pub mod verdict;
+pub(crate) mod budget;
+pub(crate) mod call;
+pub(crate) mod matching;
+pub(crate) mod mutate;
+pub(crate) mod object;
+pub(crate) mod record;
+pub(crate) mod validate;
+pub(crate) mod verdict;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::time::Instant;
 
+use crate::config::compile::Hook;
 use crate::config::Snapshot;
+use crate::explain::{millis, Explanation, Phase, Step};
 use crate::review::decode::IncomingReview;
 use crate::review::encode::Answer;
-use crate::trace::Trace;
+use crate::review::{Status, WebhookResponse};
+use budget::Budget;
+use call::Called;
+use matching::Skip;
 use object::ObjectState;
 use record::Records;
+use verdict::Judgement;
 
 /// Which dispatchers a review goes through (the endpoint it arrived at).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Stage {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
     /// `/mutate`: the mutating chain only.
     Mutate,
     /// `/validate`: the validating webhooks only.
@@ -37,7 +51,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Mutate => "mutate",
             Self::Validate => "validate",
@@ -48,51 +62,250 @@ impl Stage {
 
 /// Everything one review produced.
 #[derive(Debug)]
-pub struct Outcome {
-    pub answer: Answer,
-    /// Annotations under their full keys, when tracing (the answer carries them encoded).
-    pub full_annotations: std::collections::BTreeMap<String, String>,
-    pub trace: Trace,
-    /// The final object, when tracing (for the `review` trace).
-    pub final_object: Option<Value>,
+pub(crate) struct Outcome {
+    pub(crate) answer: Answer,
+    /// Annotations under their full keys, when explaining (the answer carries them encoded).
+    pub(crate) full_annotations: BTreeMap<String, String>,
+    pub(crate) explanation: Explanation,
+    /// The final object, when explaining (for the `review` report).
+    pub(crate) final_object: Option<Value>,
+    /// Webhooks answered by `failurePolicy: Ignore` (a failed call, or no budget left).
+    pub(crate) failed_open: u32,
+    /// Webhooks not called because the deadline budget was exhausted.
+    pub(crate) budget_exhausted: u32,
 }
 
-/// Dispatches one review. `deadline` is the caller's (its `?timeout=`).
-pub async fn review(
+/// One review on its way through the stages.
+pub(crate) struct Review<'r> {
+    pub(crate) snapshot: &'r Snapshot,
+    pub(crate) request: &'r IncomingReview,
+    pub(crate) budget: Budget,
+    pub(crate) object: ObjectState<'r>,
+    pub(crate) records: Records,
+    pub(crate) explanation: Explanation,
+    failed_open: u32,
+    budget_exhausted: u32,
+}
+
+/// Dispatches one review within `budget`. `explanation` records the steps when enabled.
+pub(crate) async fn review(
     snapshot: &Snapshot,
-    review: &IncomingReview,
+    request: &IncomingReview,
     stage: Stage,
-    deadline: Option<Instant>,
-    mut trace: Trace,
+    budget: Budget,
+    explanation: Explanation,
 ) -> Outcome {
-    let mut records = Records::default();
-    let mut object = ObjectState::new(review.request.object.as_deref(), review.request.old_object.as_deref());
+    let mut review = Review {
+        snapshot,
+        request,
+        budget,
+        object: ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref()),
+        records: Records::default(),
+        explanation,
+        failed_open: 0,
+        budget_exhausted: 0,
+    };
     let mut result = Ok(());
     if matches!(stage, Stage::Mutate | Stage::Admit) {
-        result = mutate::run_chain(snapshot, review, &mut object, deadline, &mut records, &mut trace).await;
+        result = mutate::run_chain(&mut review).await;
     }
     if result.is_ok() && matches!(stage, Stage::Validate | Stage::Admit) {
-        result = validate::fan_out(snapshot, review, &mut object, deadline, &mut records, &mut trace).await;
+        result = validate::fan_out(&mut review).await;
     }
-    let final_object = if trace.is_enabled() { object.tree().cloned() } else { None };
-    let answer = match result {
-        Ok(()) => Answer {
-            allowed: true,
-            status: None,
-            patch: object.combined_patch(),
-            audit_annotations: records.encoded_annotations(),
-            warnings: records.warnings(),
-        },
-        Err(status) => Answer {
-            allowed: false,
-            status: Some(status),
-            patch: None,
-            audit_annotations: records.encoded_annotations(),
-            warnings: records.warnings(),
-        },
-    };
-    // Full keys are for the trace; the answer carries them encoded.
-    let full_annotations =
-        if trace.is_enabled() { records.annotations().clone() } else { Default::default() };
-    Outcome { answer, full_annotations, trace, final_object }
+    review.finish(result)
+}
+
+impl<'r> Review<'r> {
+    fn finish(mut self, result: Result<(), Status>) -> Outcome {
+        let explaining = self.explanation.is_enabled();
+        let final_object = if explaining { self.object.tree().cloned() } else { None };
+        let (allowed, status, patch) = match result {
+            Ok(()) => (true, None, self.object.combined_patch()),
+            Err(status) => (false, Some(status), None),
+        };
+        let answer = Answer {
+            allowed,
+            status,
+            patch,
+            audit_annotations: self.records.encoded_annotations(),
+            warnings: self.records.warnings(),
+        };
+        // Full keys are for the explanation; the answer carries them encoded.
+        let full_annotations = if explaining { self.records.annotations().clone() } else { BTreeMap::new() };
+        Outcome {
+            answer,
+            full_annotations,
+            explanation: self.explanation,
+            final_object,
+            failed_open: self.failed_open,
+            budget_exhausted: self.budget_exhausted,
+        }
+    }
+
+    /// The webhooks of one phase that may match: the index narrows the fleet to those whose
+    /// rules can match; when explaining, every webhook, so the explanation says why each was
+    /// skipped.
+    fn candidates(&self, phase: Phase) -> Vec<Arc<Hook>> {
+        let (snapshot, resource) = (self.snapshot, self.request.resource());
+        match (phase, self.explanation.is_enabled()) {
+            (Phase::Mutating, true) => snapshot.mutating.clone(),
+            (Phase::Validating, true) => snapshot.validating.clone(),
+            (Phase::Mutating, false) => {
+                snapshot.mutating_candidates(&resource.group, &resource.resource).cloned().collect()
+            }
+            (Phase::Validating, false) => {
+                snapshot.validating_candidates(&resource.group, &resource.resource).cloned().collect()
+            }
+        }
+    }
+
+    /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
+    fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
+        match matching::should_call(hook, self.request, &self.object, self.snapshot)? {
+            None => Ok(true),
+            Some(skip) => {
+                self.skipped(hook, phase, round, &skip);
+                Ok(false)
+            }
+        }
+    }
+
+    fn skipped(&mut self, hook: &Hook, phase: Phase, round: u8, skip: &Skip) {
+        self.explanation.record(|| Step::Skipped {
+            phase,
+            configuration: hook.configuration.clone(),
+            webhook: hook.name.clone(),
+            round,
+            reason: skip.to_string(),
+        });
+    }
+
+    /// What a webhook's answer leaves behind whatever its verdict: its audit annotations and
+    /// warnings (docs/semantics.md §13, §14.2).
+    fn keep_records(&mut self, hook: &Hook, response: &mut WebhookResponse) {
+        self.records.webhook_annotations(&hook.name, response.audit_annotations.take());
+        self.records.warn(response.warnings.take());
+    }
+
+    /// A webhook that gave no usable answer (`cause`), judged by its `failurePolicy`: the one
+    /// place both stages turn a failure into a decision, annotate a fail-open and log it.
+    /// `index` is the audit annotation's index (docs/semantics.md §14.3).
+    fn failed(&mut self, hook: &Hook, phase: Phase, round: u8, index: usize, cause: &dyn Failure) -> Judged {
+        let judgement = verdict::from_failure(hook, cause);
+        let outcome = match &judgement {
+            Judgement::FailedOpen => {
+                self.failed_open += 1;
+                let key = match phase {
+                    Phase::Mutating => {
+                        format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{index}")
+                    }
+                    Phase::Validating => {
+                        format!("failed-open.validating.webhook.admission.k8s.io/round_{round}_index_{index}")
+                    }
+                };
+                self.records.annotate(key, hook.name.clone());
+                format!("failed open (failurePolicy Ignore): {cause}")
+            }
+            _ => format!("failed (failurePolicy Fail): {cause}"),
+        };
+        tracing::warn!(webhook = %hook.name, phase = phase.as_str(), reason = cause.reason(), "webhook call {outcome}");
+        Judged { judgement, outcome }
+    }
+
+    /// A webhook the budget could not cover: answered by its failurePolicy without a call.
+    fn out_of_budget(
+        &mut self,
+        hook: &Hook,
+        phase: Phase,
+        round: u8,
+        index: usize,
+        left: std::time::Duration,
+    ) -> Judged {
+        self.budget_exhausted += 1;
+        let cause = BudgetExhausted { left, minimum: self.budget.minimum_call() };
+        self.failed(hook, phase, round, index, &cause)
+    }
+
+    /// Puts one call into the explanation.
+    fn explain_call(
+        &mut self,
+        hook: &Hook,
+        phase: Phase,
+        round: u8,
+        called: &Called,
+        outcome: String,
+        mutation: Mutation,
+    ) {
+        let Mutation { patch, mutated } = mutation;
+        self.explanation.record(|| match &called.timeout {
+            Some(timeout) => Step::Called {
+                phase,
+                configuration: hook.configuration.clone(),
+                webhook: hook.name.clone(),
+                round,
+                timeout: timeout.clone(),
+                latency_ms: millis(called.latency),
+                outcome,
+                patch,
+                mutated,
+            },
+            None => Step::NotCalled {
+                phase,
+                configuration: hook.configuration.clone(),
+                webhook: hook.name.clone(),
+                round,
+                outcome,
+            },
+        });
+    }
+}
+
+/// Why a webhook gave no usable answer: words for the message, and a bounded reason for logs
+/// and metrics.
+pub(crate) trait Failure: fmt::Display {
+    fn reason(&self) -> &'static str;
+}
+
+impl Failure for crate::upstream::CallError {
+    fn reason(&self) -> &'static str {
+        crate::upstream::CallError::reason(self)
+    }
+}
+
+/// Not called: the deadline budget could not give the webhook a useful minimum.
+struct BudgetExhausted {
+    left: std::time::Duration,
+    minimum: std::time::Duration,
+}
+
+impl fmt::Display for BudgetExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "not called: deadline budget exhausted ({} ms of the caller's timeout left, less than minimumCallTimeout {} ms)",
+            self.left.as_millis(),
+            self.minimum.as_millis()
+        )
+    }
+}
+
+impl Failure for BudgetExhausted {
+    fn reason(&self) -> &'static str {
+        "budget_exhausted"
+    }
+}
+
+/// What a mutating webhook's call did to the object, for the explanation.
+#[derive(Default)]
+pub(crate) struct Mutation {
+    /// The patch applied, as JSON.
+    pub(crate) patch: Option<String>,
+    /// Whether it changed the object.
+    pub(crate) mutated: bool,
+}
+
+/// A judged webhook outcome and its words for the explanation.
+pub(crate) struct Judged {
+    pub(crate) judgement: Judgement,
+    pub(crate) outcome: String,
 }

@@ -4,8 +4,8 @@
 //! The object and oldObject stay raw JSON ([`RawValue`]) until a stage needs them as a tree,
 //! so a review that only needs forwarding is never parsed beyond its envelope.
 
-pub mod decode;
-pub mod encode;
+pub(crate) mod decode;
+pub(crate) mod encode;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,20 +16,20 @@ use serde_json::Value;
 
 /// The two AdmissionReview versions the API server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReviewVersion {
+pub(crate) enum ReviewVersion {
     V1,
     V1beta1,
 }
 
 impl ReviewVersion {
-    pub fn api_version(self) -> &'static str {
+    pub(crate) fn api_version(self) -> &'static str {
         match self {
             Self::V1 => "admission.k8s.io/v1",
             Self::V1beta1 => "admission.k8s.io/v1beta1",
         }
     }
 
-    pub fn from_api_version(api_version: &str) -> Option<Self> {
+    pub(crate) fn from_api_version(api_version: &str) -> Option<Self> {
         match api_version {
             "admission.k8s.io/v1" => Some(Self::V1),
             "admission.k8s.io/v1beta1" => Some(Self::V1beta1),
@@ -38,7 +38,7 @@ impl ReviewVersion {
     }
 
     /// The name used in `admissionReviewVersions`.
-    pub fn from_short(version: &str) -> Option<Self> {
+    pub(crate) fn from_short(version: &str) -> Option<Self> {
         match version {
             "v1" => Some(Self::V1),
             "v1beta1" => Some(Self::V1beta1),
@@ -50,7 +50,7 @@ impl ReviewVersion {
 /// An admission operation. Reads never reach admission (dispatch-semantics §3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Operation {
+pub(crate) enum Operation {
     Create,
     Update,
     Delete,
@@ -58,7 +58,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Create => "CREATE",
             Self::Update => "UPDATE",
@@ -75,117 +75,117 @@ impl fmt::Display for Operation {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupVersionKind {
+pub(crate) struct GroupVersionKind {
     #[serde(default)]
-    pub group: String,
+    pub(crate) group: String,
     #[serde(default)]
-    pub version: String,
+    pub(crate) version: String,
     #[serde(default)]
-    pub kind: String,
+    pub(crate) kind: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupVersionResource {
+pub(crate) struct GroupVersionResource {
     #[serde(default)]
-    pub group: String,
+    pub(crate) group: String,
     #[serde(default)]
-    pub version: String,
+    pub(crate) version: String,
     #[serde(default)]
-    pub resource: String,
+    pub(crate) resource: String,
 }
 
 /// `request` of an AdmissionReview, as received from the API server.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AdmissionRequest {
+pub(crate) struct AdmissionRequest {
     #[serde(default)]
-    pub uid: String,
-    pub kind: Option<GroupVersionKind>,
-    pub resource: Option<GroupVersionResource>,
+    pub(crate) uid: String,
+    pub(crate) kind: Option<GroupVersionKind>,
+    pub(crate) resource: Option<GroupVersionResource>,
     #[serde(default)]
-    pub sub_resource: String,
-    pub request_kind: Option<GroupVersionKind>,
-    pub request_resource: Option<GroupVersionResource>,
-    pub request_sub_resource: Option<String>,
+    pub(crate) sub_resource: String,
+    pub(crate) request_kind: Option<GroupVersionKind>,
+    pub(crate) request_resource: Option<GroupVersionResource>,
+    pub(crate) request_sub_resource: Option<String>,
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub namespace: String,
-    pub operation: Option<Operation>,
-    pub user_info: Option<Box<RawValue>>,
-    pub object: Option<Box<RawValue>>,
-    pub old_object: Option<Box<RawValue>>,
-    pub dry_run: Option<bool>,
-    pub options: Option<Box<RawValue>>,
+    pub(crate) namespace: String,
+    pub(crate) operation: Option<Operation>,
+    pub(crate) user_info: Option<Box<RawValue>>,
+    pub(crate) object: Option<Box<RawValue>>,
+    pub(crate) old_object: Option<Box<RawValue>>,
+    pub(crate) dry_run: Option<bool>,
+    pub(crate) options: Option<Box<RawValue>>,
 }
 
 /// The request sent to one downstream webhook (dispatch-semantics §6.2). Borrowed from the
 /// received request, so building it copies nothing but the fresh uid.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OutgoingRequest<'a> {
-    pub uid: &'a str,
-    pub kind: &'a GroupVersionKind,
-    pub resource: &'a GroupVersionResource,
+pub(crate) struct OutgoingRequest<'a> {
+    pub(crate) uid: &'a str,
+    pub(crate) kind: &'a GroupVersionKind,
+    pub(crate) resource: &'a GroupVersionResource,
     #[serde(skip_serializing_if = "str::is_empty")]
-    pub sub_resource: &'a str,
-    pub request_kind: &'a GroupVersionKind,
-    pub request_resource: &'a GroupVersionResource,
+    pub(crate) sub_resource: &'a str,
+    pub(crate) request_kind: &'a GroupVersionKind,
+    pub(crate) request_resource: &'a GroupVersionResource,
     #[serde(skip_serializing_if = "str::is_empty")]
-    pub request_sub_resource: &'a str,
+    pub(crate) request_sub_resource: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
-    pub name: &'a str,
+    pub(crate) name: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
-    pub namespace: &'a str,
-    pub operation: Operation,
-    pub user_info: &'a RawValue,
-    pub object: Option<&'a RawValue>,
-    pub old_object: Option<&'a RawValue>,
-    pub dry_run: bool,
-    pub options: Option<&'a RawValue>,
+    pub(crate) namespace: &'a str,
+    pub(crate) operation: Operation,
+    pub(crate) user_info: &'a RawValue,
+    pub(crate) object: Option<&'a RawValue>,
+    pub(crate) old_object: Option<&'a RawValue>,
+    pub(crate) dry_run: bool,
+    pub(crate) options: Option<&'a RawValue>,
 }
 
 /// A metav1 `Status`, as carried in `response.status` (the "result").
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Status {
+pub(crate) struct Status {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub(crate) metadata: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub(crate) status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub(crate) details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<i64>,
+    pub(crate) code: Option<i64>,
 }
 
 /// `response` of a downstream webhook's AdmissionReview.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WebhookResponse {
+pub(crate) struct WebhookResponse {
     #[serde(default)]
-    pub uid: String,
+    pub(crate) uid: String,
     #[serde(default)]
-    pub allowed: bool,
-    pub status: Option<Status>,
+    pub(crate) allowed: bool,
+    pub(crate) status: Option<Status>,
     /// Base64 in JSON, as Go's `[]byte`; decoded here.
     #[serde(default, deserialize_with = "decode::base64_bytes")]
-    pub patch: Option<Vec<u8>>,
-    pub patch_type: Option<String>,
+    pub(crate) patch: Option<Vec<u8>>,
+    pub(crate) patch_type: Option<String>,
     #[serde(default)]
-    pub audit_annotations: Option<BTreeMap<String, String>>,
+    pub(crate) audit_annotations: Option<BTreeMap<String, String>>,
     #[serde(default)]
-    pub warnings: Option<Vec<String>>,
+    pub(crate) warnings: Option<Vec<String>>,
 }
 
 /// A downstream webhook's whole answer body.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WebhookReview {
-    pub api_version: Option<String>,
-    pub kind: Option<String>,
-    pub response: Option<WebhookResponse>,
+pub(crate) struct WebhookReview {
+    pub(crate) api_version: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) response: Option<WebhookResponse>,
 }

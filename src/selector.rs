@@ -11,7 +11,7 @@ use crate::config::manifest::LabelSelector;
 
 /// A compiled, validated label selector.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Selector {
+pub(crate) struct Selector {
     requirements: Vec<Requirement>,
 }
 
@@ -30,11 +30,11 @@ enum Operator {
 }
 
 /// Labels of an object or namespace.
-pub type Labels = BTreeMap<String, String>;
+pub(crate) type Labels = BTreeMap<String, String>;
 
 impl Selector {
     /// Compiles a selector that validation accepted; an unknown operator matches nothing.
-    pub fn compile(selector: &LabelSelector) -> Self {
+    pub(crate) fn compile(selector: &LabelSelector) -> Self {
         let mut requirements: Vec<Requirement> = selector
             .match_labels
             .iter()
@@ -55,11 +55,11 @@ impl Selector {
     }
 
     /// The empty selector matches everything without looking at labels.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
-    pub fn matches(&self, labels: &Labels) -> bool {
+    pub(crate) fn matches(&self, labels: &Labels) -> bool {
         self.requirements.iter().all(|requirement| {
             let value = labels.get(&requirement.key);
             match &requirement.operator {

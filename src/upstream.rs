@@ -5,7 +5,7 @@
 //! every webhook with that configuration and across configuration reloads, so kept-alive TLS
 //! connections survive both.
 
-pub mod error;
+pub(crate) mod error;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,14 +20,14 @@ use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::CertificateDer;
 use tokio::time::Instant;
 
-pub use error::CallError;
+pub(crate) use error::CallError;
 
 use crate::review::{ReviewVersion, WebhookResponse, WebhookReview};
 
 /// The API server's HTTP client gives every webhook call at most this long (§7.3).
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A webhook answer larger than this is refused instead of buffered.
-pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// How long an idle pooled connection is kept.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// TCP connect limit (the request deadline applies as well).
@@ -38,7 +38,7 @@ type HttpsClient =
 
 /// A pooled HTTPS client for one client configuration. Cheap to clone.
 #[derive(Clone)]
-pub struct Client {
+pub(crate) struct Client {
     http: HttpsClient,
 }
 
@@ -50,13 +50,13 @@ impl std::fmt::Debug for Client {
 
 /// Every client built so far, by CA bundle (`None`: the system's roots).
 #[derive(Default)]
-pub struct Clients {
+pub(crate) struct Clients {
     by_ca_bundle: Mutex<HashMap<Option<Vec<u8>>, Client>>,
 }
 
 impl Clients {
     /// The client for this CA bundle, built on first use.
-    pub fn client(&self, ca_bundle: Option<&[u8]>) -> Result<Client, String> {
+    pub(crate) fn client(&self, ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         let key = ca_bundle.map(<[u8]>::to_vec);
         let mut cache = self.by_ca_bundle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(client) = cache.get(&key) {
@@ -123,7 +123,7 @@ fn system_roots() -> Arc<RootCertStore> {
 
 /// The `timeout` query value for a call with this much time left: rounded up to whole seconds
 /// and written as Go writes a `time.Duration` (§7.3).
-pub fn timeout_param(remaining: Duration) -> String {
+pub(crate) fn timeout_param(remaining: Duration) -> String {
     let mut seconds = remaining.as_secs();
     if remaining.subsec_nanos() > 0 {
         seconds += 1;
@@ -149,7 +149,7 @@ impl Client {
     /// POSTs `body` to `url?timeout=<query>` and checks the answer as the API server does.
     /// `deadline` is the effective one (webhook timeout and request deadline combined); the
     /// 30 s client limit applies on top.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         url: &str,
         query: &str,
@@ -167,7 +167,7 @@ impl Client {
     }
 
     /// A plain JSON POST (the demo's client); returns the status and body.
-    pub async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<(u16, Bytes), String> {
+    pub(crate) async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<(u16, Bytes), String> {
         let reply = self.post(url, body).await.map_err(|e| e.to_string())?;
         Ok((reply.status.as_u16(), reply.body))
     }
@@ -200,10 +200,10 @@ impl Client {
 
 /// What was sent, for checking the answer against it.
 #[derive(Clone, Copy, Debug)]
-pub struct Sent<'a> {
-    pub uid: &'a str,
-    pub version: ReviewVersion,
-    pub mutating: bool,
+pub(crate) struct Sent<'a> {
+    pub(crate) uid: &'a str,
+    pub(crate) version: ReviewVersion,
+    pub(crate) mutating: bool,
 }
 
 /// §8: HTTP status, body decoding, and the response checks of the sent version.

@@ -21,67 +21,68 @@ use crate::selector::{Labels, Selector};
 use crate::upstream::{Client, Clients};
 
 /// Annotation on a configuration object choosing how its webhooks are run.
-pub const MODE_ANNOTATION: &str = "admission-gateway/mode";
+pub(crate) const MODE_ANNOTATION: &str = "admission-gateway/mode";
 /// DNS suffix of `clientConfig.service` references: `NAME.NAMESPACE.svc`.
-pub const SERVICE_DNS_SUFFIX: &str = "svc";
+pub(crate) const SERVICE_DNS_SUFFIX: &str = "svc";
 
 /// The whole compiled fleet. Immutable: a reload builds a new one and swaps it in.
 #[derive(Debug)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Counts successful loads, starting at 1.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// Every mutating webhook in call order; a webhook's position is its audit `index`.
-    pub mutating: Vec<Arc<Hook>>,
+    pub(crate) mutating: Vec<Arc<Hook>>,
     /// Every validating webhook in configuration order.
-    pub validating: Vec<Arc<Hook>>,
+    pub(crate) validating: Vec<Arc<Hook>>,
     mutating_index: RuleIndex,
     validating_index: RuleIndex,
     /// Labels of the configured `Namespace` objects, by name.
-    pub namespaces: HashMap<String, Labels>,
+    pub(crate) namespaces: HashMap<String, Labels>,
     /// Warnings found while loading (legacy values).
-    pub warnings: Vec<Problem>,
+    pub(crate) warnings: Vec<Problem>,
     /// Fingerprint of the files this was built from.
-    pub fingerprint: u64,
+    pub(crate) fingerprint: u64,
+    /// The gateway's own settings (`GatewayConfig`), defaults when none is configured.
+    pub(crate) settings: super::Settings,
 }
 
 /// The live snapshot: the only shared mutable state. One load per review.
-pub type LiveSnapshot = ArcSwap<Snapshot>;
+pub(crate) type LiveSnapshot = ArcSwap<Snapshot>;
 
 /// One downstream webhook, compiled.
 #[derive(Debug)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// `<configuration>/<webhook>/<n>`, `n` counting earlier same-named webhooks of the
     /// configuration (dispatch-semantics §2.3); reinvocation bookkeeping keys on it.
-    pub id: String,
-    pub configuration: String,
-    pub name: String,
-    pub kind: WebhookKind,
+    pub(crate) id: String,
+    pub(crate) configuration: String,
+    pub(crate) name: String,
     /// Position in the flat list of its kind.
-    pub position: usize,
-    pub rules: Vec<Rule>,
+    pub(crate) position: usize,
+    pub(crate) rules: Vec<Rule>,
     /// `None` is a null selector, which matches nothing (§1.2); defaulting makes it `{}`.
-    pub namespace_selector: Option<Selector>,
-    pub object_selector: Option<Selector>,
-    pub failure_policy: FailurePolicy,
-    pub side_effects: SideEffects,
-    pub timeout: Option<Duration>,
+    pub(crate) namespace_selector: Option<Selector>,
+    pub(crate) object_selector: Option<Selector>,
+    pub(crate) failure_policy: FailurePolicy,
+    pub(crate) side_effects: SideEffects,
+    pub(crate) timeout: Option<Duration>,
     /// First of `admissionReviewVersions` the gateway speaks; `None`: the call fails (§6.1).
-    pub review_version: Option<ReviewVersion>,
-    pub reinvocation: ReinvocationPolicy,
+    pub(crate) review_version: Option<ReviewVersion>,
+    pub(crate) reinvocation: ReinvocationPolicy,
     /// Where to POST, without the `timeout` query.
-    pub url: String,
+    pub(crate) url: String,
     /// The pooled client for this webhook's client configuration, or why there is none.
-    pub client: Result<Client, String>,
+    pub(crate) client: Result<Client, String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailurePolicy {
+pub(crate) enum FailurePolicy {
     Fail,
     Ignore,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SideEffects {
+pub(crate) enum SideEffects {
     None,
     NoneOnDryRun,
     /// `Unknown` or `Some`: dry-run requests are refused (§5.1).
@@ -91,14 +92,14 @@ pub enum SideEffects {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReinvocationPolicy {
+pub(crate) enum ReinvocationPolicy {
     Never,
     IfNeeded,
 }
 
 /// One compiled entry of `rules[]`.
 #[derive(Clone, Debug)]
-pub struct Rule {
+pub(crate) struct Rule {
     operations: Vec<String>,
     api_groups: Vec<String>,
     api_versions: Vec<String>,
@@ -116,13 +117,13 @@ enum Scope {
 
 /// What rule matching looks at in a request.
 #[derive(Clone, Copy, Debug)]
-pub struct RuleRequest<'a> {
-    pub operation: Operation,
-    pub group: &'a str,
-    pub version: &'a str,
-    pub resource: &'a str,
-    pub subresource: &'a str,
-    pub namespace: &'a str,
+pub(crate) struct RuleRequest<'a> {
+    pub(crate) operation: Operation,
+    pub(crate) group: &'a str,
+    pub(crate) version: &'a str,
+    pub(crate) resource: &'a str,
+    pub(crate) subresource: &'a str,
+    pub(crate) namespace: &'a str,
 }
 
 impl Rule {
@@ -150,7 +151,7 @@ impl Rule {
     }
 
     /// dispatch-semantics §4.1.
-    pub fn matches(&self, request: &RuleRequest<'_>) -> bool {
+    pub(crate) fn matches(&self, request: &RuleRequest<'_>) -> bool {
         let listed = |values: &[String], wanted: &str| values.iter().any(|v| v == "*" || v == wanted);
         self.scope_matches(request)
             && listed(&self.operations, request.operation.as_str())
@@ -221,17 +222,26 @@ impl RuleIndex {
 
 impl Snapshot {
     /// The mutating webhooks whose rules may match, in call order.
-    pub fn mutating_candidates(&self, group: &str, resource: &str) -> impl Iterator<Item = &Arc<Hook>> {
+    pub(crate) fn mutating_candidates(
+        &self,
+        group: &str,
+        resource: &str,
+    ) -> impl Iterator<Item = &Arc<Hook>> {
         self.mutating_index.candidates(group, resource).into_iter().map(|i| &self.mutating[i])
     }
 
     /// The validating webhooks whose rules may match, in configuration order.
-    pub fn validating_candidates(&self, group: &str, resource: &str) -> impl Iterator<Item = &Arc<Hook>> {
+    pub(crate) fn validating_candidates(
+        &self,
+        group: &str,
+        resource: &str,
+    ) -> impl Iterator<Item = &Arc<Hook>> {
         self.validating_index.candidates(group, resource).into_iter().map(|i| &self.validating[i])
     }
 
     /// An empty fleet: every review is allowed unchanged.
-    pub fn empty() -> Self {
+    #[cfg(test)]
+    pub(crate) fn empty() -> Self {
         Self {
             generation: 0,
             mutating: Vec::new(),
@@ -241,6 +251,7 @@ impl Snapshot {
             namespaces: HashMap::new(),
             warnings: Vec::new(),
             fingerprint: 0,
+            settings: super::Settings::default(),
         }
     }
 }
@@ -248,14 +259,73 @@ impl Snapshot {
 /// Reads, defaults, validates and compiles the configuration under `paths`.
 ///
 /// Errors refuse the whole configuration; warnings are kept in [`Snapshot::warnings`].
-pub fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Result<Snapshot, ConfigError> {
+pub(crate) fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Result<Snapshot, ConfigError> {
     let mut problems = Vec::new();
     let mut objects = load::read_paths(paths, &mut problems);
     check(&mut objects, &mut problems);
+    let settings = settings(&objects, &mut problems);
+    namespaces_needed(&objects, &mut problems);
     if problems.iter().any(|p| p.severity == Severity::Error) {
         return Err(ConfigError { problems });
     }
-    Ok(compile(objects, problems, clients, generation))
+    let mut snapshot = compile(objects, problems, clients, generation);
+    snapshot.settings = settings;
+    Ok(snapshot)
+}
+
+/// The one `GatewayConfig`'s settings (defaults without one); several are an error.
+fn settings(objects: &Objects, problems: &mut Vec<Problem>) -> super::Settings {
+    let mut found = objects.settings.iter();
+    let Some((source, config)) = found.next() else { return super::Settings::default() };
+    let object = format!("{} {:?}", super::settings::KIND, config.metadata.name);
+    for (other, config) in found {
+        problems.push(Problem {
+            severity: Severity::Error,
+            file: other.file.clone(),
+            object: Some(format!("{} {:?}", super::settings::KIND, config.metadata.name)),
+            webhook: None,
+            field: None,
+            message: format!(
+                "Duplicate value: only one {} may be configured; the first is in {}",
+                super::settings::KIND,
+                source.file.display()
+            ),
+        });
+    }
+    config.settings().unwrap_or_else(|findings| {
+        problems.extend(findings.into_iter().map(|finding| Problem {
+            severity: finding.severity,
+            file: source.file.clone(),
+            object: Some(object.clone()),
+            webhook: None,
+            field: Some(finding.field),
+            message: finding.message,
+        }));
+        super::Settings::default()
+    })
+}
+
+/// Without a single Namespace object, every namespaced request to a webhook with a non-empty
+/// namespaceSelector fails "not found": worth a warning at load.
+fn namespaces_needed(objects: &Objects, problems: &mut Vec<Problem>) {
+    if !objects.namespaces.is_empty() {
+        return;
+    }
+    for (source, config) in &objects.configurations {
+        for (i, hook) in config.webhooks.iter().enumerate() {
+            let selector = hook.namespace_selector.as_ref();
+            if selector.is_some_and(|s| !s.match_labels.is_empty() || !s.match_expressions.is_empty()) {
+                problems.push(Problem {
+                    severity: Severity::Warning,
+                    file: source.file.clone(),
+                    object: Some(format!("{} {:?}", config.kind.kind_name(), config.metadata.name)),
+                    webhook: Some(hook.name.clone()),
+                    field: Some(format!("webhooks[{i}].namespaceSelector")),
+                    message: "no Namespace objects are configured: every namespaced request this webhook's rules match will be rejected with 404 \"namespaces ... not found\"; list the Namespaces (v1 Namespace objects with their labels) in the configuration".into(),
+                });
+            }
+        }
+    }
 }
 
 /// Defaults and validates every object, adding the problems found.
@@ -368,6 +438,7 @@ fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generati
         namespaces,
         warnings,
         fingerprint: objects.fingerprint,
+        settings: super::Settings::default(),
     }
 }
 
@@ -404,7 +475,6 @@ fn compile_hook(
         id,
         configuration: config.metadata.name.clone(),
         name: webhook.name.clone(),
-        kind: config.kind,
         position,
         rules: webhook.rules.iter().map(Rule::compile).collect(),
         namespace_selector: webhook.namespace_selector.as_ref().map(Selector::compile),
@@ -536,6 +606,7 @@ mod tests {
             objects.configurations.push((
                 load::Source { file: PathBuf::from("fleet.yaml") },
                 WebhookConfiguration {
+                    version: crate::config::manifest::ApiVersion::V1,
                     kind: WebhookKind::Validating,
                     metadata: super::super::manifest::ObjectMeta {
                         name: format!("c{i:04}"),

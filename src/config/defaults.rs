@@ -1,25 +1,44 @@
 //! The API server's `admissionregistration.k8s.io/v1` defaults, applied in this one place
 //! (dispatch-semantics §1.1): the dispatcher only ever sees defaulted objects.
 
-use super::manifest::{LabelSelector, WebhookConfiguration, WebhookKind};
+use super::manifest::{ApiVersion, LabelSelector, WebhookConfiguration, WebhookKind};
 
 /// `failurePolicy` when unset.
-pub const FAILURE_POLICY: &str = "Fail";
+pub(crate) const FAILURE_POLICY: &str = "Fail";
 /// `matchPolicy` when unset.
-pub const MATCH_POLICY: &str = "Equivalent";
+pub(crate) const MATCH_POLICY: &str = "Equivalent";
 /// `timeoutSeconds` when unset.
-pub const TIMEOUT_SECONDS: i64 = 10;
+pub(crate) const TIMEOUT_SECONDS: i64 = 10;
 /// `reinvocationPolicy` of a mutating webhook when unset.
-pub const REINVOCATION_POLICY: &str = "Never";
+pub(crate) const REINVOCATION_POLICY: &str = "Never";
 /// A rule's `scope` when unset.
-pub const SCOPE: &str = "*";
+pub(crate) const SCOPE: &str = "*";
 /// `clientConfig.service.port` when unset.
-pub const SERVICE_PORT: i64 = 443;
+pub(crate) const SERVICE_PORT: i64 = 443;
 
-/// Fills every unset field that v1 defaults. `sideEffects` and `admissionReviewVersions` have
-/// no default in v1 and stay unset (validation then requires them).
-pub fn apply(config: &mut WebhookConfiguration) {
+/// The v1beta1 defaults that differ from v1's, as the API server applied them
+/// (`pkg/apis/admissionregistration/v1beta1/defaults.go` in kubernetes/kubernetes).
+mod v1beta1 {
+    pub(super) const FAILURE_POLICY: &str = "Ignore";
+    pub(super) const MATCH_POLICY: &str = "Exact";
+    pub(super) const SIDE_EFFECTS: &str = "Unknown";
+    pub(super) const TIMEOUT_SECONDS: i64 = 30;
+    pub(super) const ADMISSION_REVIEW_VERSION: &str = "v1beta1";
+}
+
+/// Fills every unset field that the object's version defaults. In v1 `sideEffects` and
+/// `admissionReviewVersions` have no default and stay unset (validation then requires them).
+pub(crate) fn apply(config: &mut WebhookConfiguration) {
+    let v1beta1 = config.version == ApiVersion::V1beta1;
     for hook in &mut config.webhooks {
+        if v1beta1 {
+            hook.failure_policy.get_or_insert_with(|| v1beta1::FAILURE_POLICY.into());
+            hook.match_policy.get_or_insert_with(|| v1beta1::MATCH_POLICY.into());
+            hook.side_effects.get_or_insert_with(|| v1beta1::SIDE_EFFECTS.into());
+            hook.timeout_seconds.get_or_insert(v1beta1::TIMEOUT_SECONDS);
+            hook.admission_review_versions
+                .get_or_insert_with(|| vec![v1beta1::ADMISSION_REVIEW_VERSION.into()]);
+        }
         hook.failure_policy.get_or_insert_with(|| FAILURE_POLICY.into());
         hook.match_policy.get_or_insert_with(|| MATCH_POLICY.into());
         hook.namespace_selector.get_or_insert_with(LabelSelector::default);
@@ -43,13 +62,31 @@ mod tests {
     use crate::config::manifest::{ObjectMeta, RuleWithOperations, ServiceReference, Webhook};
 
     fn bare(kind: WebhookKind) -> WebhookConfiguration {
+        bare_in(kind, ApiVersion::V1)
+    }
+
+    fn bare_in(kind: WebhookKind, version: ApiVersion) -> WebhookConfiguration {
         let hook: Webhook = serde_json::from_value(serde_json::json!({
             "name": "a.example.com",
             "clientConfig": {"service": {"namespace": "ns", "name": "svc"}},
             "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
         }))
         .unwrap();
-        WebhookConfiguration { kind, metadata: ObjectMeta::default(), webhooks: vec![hook] }
+        WebhookConfiguration { kind, version, metadata: ObjectMeta::default(), webhooks: vec![hook] }
+    }
+
+    #[test]
+    fn v1beta1_objects_get_the_defaults_the_api_server_gave_them() {
+        let mut config = bare_in(WebhookKind::Mutating, ApiVersion::V1beta1);
+        apply(&mut config);
+        let hook = &config.webhooks[0];
+        assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
+        assert_eq!(hook.match_policy.as_deref(), Some("Exact"));
+        assert_eq!(hook.side_effects.as_deref(), Some("Unknown"));
+        assert_eq!(hook.timeout_seconds, Some(30));
+        assert_eq!(hook.admission_review_versions, Some(vec!["v1beta1".to_owned()]));
+        assert_eq!(hook.reinvocation_policy.as_deref(), Some("Never"));
+        assert_eq!(hook.namespace_selector, Some(LabelSelector::default()));
     }
 
     #[test]

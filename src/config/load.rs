@@ -11,31 +11,41 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::manifest::{Namespace, ObjectMeta, WebhookConfiguration, WebhookConfigurationBody, WebhookKind};
+use serde::de::DeserializeOwned;
+
+use super::manifest::{
+    ApiVersion, Namespace, ObjectMeta, WebhookConfiguration, WebhookConfigurationBody, WebhookKind,
+};
+use super::settings::{self, GatewayConfig};
 use super::{Problem, Severity};
 
 const ADMISSIONREGISTRATION_V1: &str = "admissionregistration.k8s.io/v1";
+const ADMISSIONREGISTRATION_V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
+/// At most this many problems are reported per object (each unknown field is one).
+const MAX_PROBLEMS_PER_OBJECT: usize = 50;
 const CONFIG_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 /// A configuration file larger than this is refused rather than read.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Where an object came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Source {
-    pub file: PathBuf,
+pub(crate) struct Source {
+    pub(crate) file: PathBuf,
 }
 
 /// Every object found under the configured paths, in file order.
 #[derive(Debug, Default)]
-pub struct Objects {
-    pub configurations: Vec<(Source, WebhookConfiguration)>,
-    pub namespaces: Vec<(Source, Namespace)>,
+pub(crate) struct Objects {
+    pub(crate) configurations: Vec<(Source, WebhookConfiguration)>,
+    pub(crate) namespaces: Vec<(Source, Namespace)>,
+    /// `GatewayConfig` objects (more than one is an error).
+    pub(crate) settings: Vec<(Source, GatewayConfig)>,
     /// Hash of the file names and contents: unchanged input, unchanged fingerprint.
-    pub fingerprint: u64,
+    pub(crate) fingerprint: u64,
 }
 
 /// Reads every path; problems go to `problems`, the objects that did parse are returned.
-pub fn read_paths(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Objects {
+pub(crate) fn read_paths(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Objects {
     let mut objects = Objects::default();
     let mut hasher = DefaultHasher::new();
     for file in expand(paths, problems) {
@@ -51,8 +61,9 @@ pub fn read_paths(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Objects {
         let source = Source { file };
         match parse_documents(&source.file, &text) {
             Ok(documents) => {
-                for document in documents {
-                    collect(&source, document, &mut objects, problems);
+                for (index, document) in documents.into_iter().enumerate() {
+                    let at = Document { source: &source, index };
+                    collect(&at, document, &mut objects, problems);
                 }
             }
             Err(message) => problems.push(file_problem(&source.file, message)),
@@ -63,7 +74,7 @@ pub fn read_paths(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Objects {
 }
 
 /// The same fingerprint [`read_paths`] computes, without parsing: cheap enough to poll.
-pub fn fingerprint(paths: &[PathBuf]) -> u64 {
+pub(crate) fn fingerprint(paths: &[PathBuf]) -> u64 {
     let mut hasher = DefaultHasher::new();
     for file in expand(paths, &mut Vec::new()) {
         if let Ok(text) = read_file(&file) {
@@ -128,11 +139,24 @@ fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, String> {
     Ok(documents)
 }
 
-fn collect(source: &Source, document: Value, objects: &mut Objects, problems: &mut Vec<Problem>) {
+/// Where a document sits: its file and its position there (counting from 0).
+#[derive(Clone, Copy)]
+struct Document<'a> {
+    source: &'a Source,
+    index: usize,
+}
+
+fn collect(at: &Document<'_>, document: Value, objects: &mut Objects, problems: &mut Vec<Problem>) {
+    let source = at.source;
     let api_version = document.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
     let kind = document.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
     let name = document.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
-    let object = format!("{kind} {name:?}");
+    // Named as kubectl would; a document without kind or name by its position in the file.
+    let object = match (kind.is_empty(), name.is_empty()) {
+        (false, false) => format!("{kind} {name:?}"),
+        (false, true) => format!("{kind} (document {}, no metadata.name)", at.index),
+        (true, _) => format!("document {}", at.index),
+    };
     let problem = |field: Option<String>, webhook: Option<String>, message: String| Problem {
         severity: Severity::Error,
         file: source.file.clone(),
@@ -141,27 +165,51 @@ fn collect(source: &Source, document: Value, objects: &mut Objects, problems: &m
         field,
         message,
     };
+    if !document.is_object() {
+        problems.push(problem(
+            None,
+            None,
+            "not a Kubernetes object: expected a mapping with apiVersion and kind".into(),
+        ));
+        return;
+    }
     match (api_version.as_str(), kind.as_str()) {
         ("v1", "List") => match document.get("items").and_then(Value::as_array) {
             Some(items) => {
                 for item in items {
-                    collect(source, item.clone(), objects, problems);
+                    collect(at, item.clone(), objects, problems);
                 }
             }
             None => problems.push(problem(Some("items".into()), None, "Required value: a List needs items".into())),
         },
-        (ADMISSIONREGISTRATION_V1, "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration") => {
+        (
+            ADMISSIONREGISTRATION_V1 | ADMISSIONREGISTRATION_V1BETA1,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => {
             let webhook_kind = if kind.starts_with("Mutating") { WebhookKind::Mutating } else { WebhookKind::Validating };
-            match serde_path_to_error::deserialize::<_, WebhookConfigurationBody>(&document) {
+            let version =
+                if api_version == ADMISSIONREGISTRATION_V1 { ApiVersion::V1 } else { ApiVersion::V1beta1 };
+            let found = strict::<WebhookConfigurationBody>(&document);
+            if version == ApiVersion::V1beta1 {
+                problems.push(Problem {
+                    severity: Severity::Warning,
+                    ..problem(Some("apiVersion".into()), None, V1BETA1_WARNING.into())
+                });
+            }
+            match found {
                 Ok(body) => objects.configurations.push((
                     source.clone(),
-                    WebhookConfiguration { kind: webhook_kind, metadata: body.metadata, webhooks: body.webhooks },
+                    WebhookConfiguration {
+                        kind: webhook_kind,
+                        version,
+                        metadata: body.metadata,
+                        webhooks: body.webhooks,
+                    },
                 )),
-                Err(error) => {
-                    let field = error.path().to_string();
+                Err(errors) => problems.extend(errors.into_iter().map(|(field, message)| {
                     let webhook = webhook_at(&document, &field);
-                    problems.push(problem(Some(field), webhook, error.into_inner().to_string()));
-                }
+                    problem(Some(field), webhook, message)
+                })),
             }
         }
         ("v1", "Namespace") => match document.get("metadata").map(ObjectMeta::deserialize) {
@@ -169,23 +217,114 @@ fn collect(source: &Source, document: Value, objects: &mut Objects, problems: &m
             Some(Err(error)) => problems.push(problem(Some("metadata".into()), None, error.to_string())),
             None => problems.push(problem(Some("metadata.name".into()), None, "Required value".into())),
         },
+        (settings::API_VERSION, settings::KIND) => match strict::<GatewayConfig>(&document) {
+            Ok(config) => objects.settings.push((source.clone(), config)),
+            Err(errors) => {
+                problems.extend(errors.into_iter().map(|(field, message)| problem(Some(field), None, message)))
+            }
+        },
         ("", _) | (_, "") => problems.push(problem(
             None,
             None,
             "not a Kubernetes object: apiVersion and kind are required".into(),
         )),
-        ("admissionregistration.k8s.io/v1beta1", _) => problems.push(problem(
-            Some("apiVersion".into()),
-            None,
-            "admissionregistration.k8s.io/v1beta1 is no longer served by Kubernetes: convert the object to admissionregistration.k8s.io/v1".into(),
-        )),
         _ => problems.push(problem(
             None,
             None,
             format!(
-                "unsupported object {api_version}, Kind={kind}: expected {ADMISSIONREGISTRATION_V1} MutatingWebhookConfiguration or ValidatingWebhookConfiguration, v1 Namespace, or a v1 List of them"
+                "unsupported object {api_version}, Kind={kind}: expected {ADMISSIONREGISTRATION_V1} MutatingWebhookConfiguration or ValidatingWebhookConfiguration, v1 Namespace, {} {}, or a v1 List of them",
+                settings::API_VERSION,
+                settings::KIND
             ),
         )),
+    }
+}
+
+/// Loaded, but said: the object's meaning depends on defaults no current API server applies.
+const V1BETA1_WARNING: &str = "admissionregistration.k8s.io/v1beta1 is no longer served by Kubernetes (removed in 1.22): loaded with the defaults the API server applied to v1beta1 (failurePolicy Ignore, matchPolicy Exact, sideEffects Unknown, timeoutSeconds 30, admissionReviewVersions [v1beta1]); to convert, set apiVersion to admissionregistration.k8s.io/v1 and write those fields out explicitly";
+
+/// Deserializes `document` strictly and reports every problem, not only the first: each
+/// unknown or ill-typed field is named (unknown ones with a did-you-mean), removed, and the
+/// object read again.
+fn strict<T: DeserializeOwned>(document: &Value) -> Result<T, Vec<(String, String)>> {
+    let mut document = document.clone();
+    let mut problems = Vec::new();
+    while problems.len() < MAX_PROBLEMS_PER_OBJECT {
+        let error = match serde_path_to_error::deserialize::<_, T>(&document) {
+            Ok(value) if problems.is_empty() => return Ok(value),
+            Ok(_) => break,
+            Err(error) => error,
+        };
+        let segments: Vec<String> = error.path().iter().map(ToString::to_string).collect();
+        let field = error.path().to_string();
+        let message = error.into_inner().to_string();
+        problems.push((field, unknown_field_message(&message).unwrap_or(message)));
+        if segments.is_empty() || !remove(&mut document, &segments) {
+            break;
+        }
+    }
+    Err(problems)
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" as `unknown field "x"`, with the
+/// closest expected name when one is close.
+fn unknown_field_message(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    Some(match did_you_mean(field, &known) {
+        Some(close) => format!("unknown field {field:?} (did you mean {close:?}?)"),
+        None if known.is_empty() => format!("unknown field {field:?}"),
+        None => format!("unknown field {field:?}: expected one of {}", known.join(", ")),
+    })
+}
+
+/// The known name closest to `field`, if it is a plausible misspelling.
+pub(crate) fn did_you_mean<'k>(field: &str, known: &[&'k str]) -> Option<&'k str> {
+    let lower = field.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|name| (edit_distance(&lower, &name.to_ascii_lowercase()), *name))
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// Removes the value at a serde path (`webhooks`, `[0]`, `sideEffect`); false if not found.
+fn remove(document: &mut Value, segments: &[String]) -> bool {
+    let Some((last, parents)) = segments.split_last() else { return false };
+    let mut at = document;
+    for segment in parents {
+        let next = match segment.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            Some(index) => index.parse::<usize>().ok().and_then(|i| at.get_mut(i)),
+            None => at.get_mut(segment.as_str()),
+        };
+        match next {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    // A bad list item is reported and reading stops there: removing it would shift the
+    // indices later problems are named by.
+    match at {
+        Value::Object(map) if !last.starts_with('[') => map.remove(last.as_str()).is_some(),
+        _ => false,
     }
 }
 
@@ -263,7 +402,66 @@ webhooks:
         assert_eq!(problems[1].object.as_deref(), Some("ValidatingWebhookConfiguration \"b\""));
         assert_eq!(problems[1].webhook.as_deref(), Some("a.example.com"));
         assert_eq!(problems[1].field.as_deref(), Some("webhooks[0].sideEffect"));
-        assert!(problems[1].message.contains("unknown field `sideEffect`"), "{}", problems[1]);
+        assert_eq!(problems[1].message, r#"unknown field "sideEffect" (did you mean "sideEffects"?)"#);
+    }
+
+    #[test]
+    fn every_unknown_field_of_an_object_is_named_not_only_the_first() {
+        let misspelt = HOOK
+            .replace("NAME", "b")
+            .replace("sideEffects", "sideEffect")
+            .replace("clientConfig: {url:", "clientConfig: {URL:")
+            .replace("metadata:", "metdata: {}\nmetadata:");
+        let (objects, problems, _dir) = read(&[("b.yaml", &misspelt)]);
+        assert!(objects.configurations.is_empty());
+        let found: Vec<_> =
+            problems.iter().map(|p| (p.field.clone().unwrap_or_default(), p.message.clone())).collect();
+        assert_eq!(
+            found,
+            [
+                ("metdata".to_owned(), r#"unknown field "metdata" (did you mean "metadata"?)"#.to_owned()),
+                (
+                    "webhooks[0].clientConfig.URL".to_owned(),
+                    r#"unknown field "URL" (did you mean "url"?)"#.to_owned()
+                ),
+                (
+                    "webhooks[0].sideEffect".to_owned(),
+                    r#"unknown field "sideEffect" (did you mean "sideEffects"?)"#.to_owned()
+                ),
+            ]
+        );
+        assert_eq!(problems[1].webhook.as_deref(), Some("a.example.com"));
+    }
+
+    #[test]
+    fn a_document_that_is_not_an_object_is_named_by_its_position() {
+        let (_, problems, dir) = read(&[(
+            "a.yaml",
+            "- just\n- a list\n---\nkind: Namespace\n---\napiVersion: v1\nkind: Namespace\n",
+        )]);
+        let named: Vec<_> = problems.iter().map(|p| p.to_string()).collect();
+        let file = dir.path().join("a.yaml").display().to_string();
+        assert_eq!(
+            named,
+            [
+                format!("error: {file}: document 0: not a Kubernetes object: expected a mapping with apiVersion and kind"),
+                format!("error: {file}: Namespace (document 1, no metadata.name): not a Kubernetes object: apiVersion and kind are required"),
+                format!("error: {file}: Namespace (document 2, no metadata.name): metadata.name: Required value"),
+            ]
+        );
+    }
+
+    #[test]
+    fn v1beta1_configurations_load_with_a_warning_saying_how_to_convert() {
+        let (objects, problems, _dir) =
+            read(&[("a.yaml", &HOOK.replace("NAME", "old").replace("k8s.io/v1\n", "k8s.io/v1beta1\n"))]);
+        assert_eq!(objects.configurations.len(), 1);
+        assert_eq!(objects.configurations[0].1.version, ApiVersion::V1beta1);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].severity, Severity::Warning);
+        assert!(problems[0]
+            .message
+            .contains("to convert, set apiVersion to admissionregistration.k8s.io/v1"));
     }
 
     #[test]

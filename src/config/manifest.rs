@@ -14,24 +14,24 @@ use serde::Deserialize;
 /// `metadata` of any object: only what admission needs; other fields are accepted and ignored.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
+pub(crate) struct ObjectMeta {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
+    pub(crate) annotations: BTreeMap<String, String>,
 }
 
 /// Which of the two webhook configuration kinds an object is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WebhookKind {
+pub(crate) enum WebhookKind {
     Mutating,
     Validating,
 }
 
 impl WebhookKind {
-    pub fn kind_name(self) -> &'static str {
+    pub(crate) fn kind_name(self) -> &'static str {
         match self {
             Self::Mutating => "MutatingWebhookConfiguration",
             Self::Validating => "ValidatingWebhookConfiguration",
@@ -39,12 +39,21 @@ impl WebhookKind {
     }
 }
 
+/// The `admissionregistration.k8s.io` version an object was written in: it decides the defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ApiVersion {
+    V1,
+    /// Removed from Kubernetes in 1.22; loaded with the defaults the API server applied to it.
+    V1beta1,
+}
+
 /// A `MutatingWebhookConfiguration` or `ValidatingWebhookConfiguration`.
 #[derive(Clone, Debug)]
-pub struct WebhookConfiguration {
-    pub kind: WebhookKind,
-    pub metadata: ObjectMeta,
-    pub webhooks: Vec<Webhook>,
+pub(crate) struct WebhookConfiguration {
+    pub(crate) kind: WebhookKind,
+    pub(crate) version: ApiVersion,
+    pub(crate) metadata: ObjectMeta,
+    pub(crate) webhooks: Vec<Webhook>,
 }
 
 /// The body of either configuration kind (`apiVersion` and `kind` are read separately).
@@ -52,106 +61,106 @@ pub struct WebhookConfiguration {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct WebhookConfigurationBody {
     #[allow(dead_code)] // read before the body, kept so deny_unknown_fields accepts it
-    pub api_version: String,
+    pub(crate) api_version: String,
     #[allow(dead_code)]
-    pub kind: String,
+    pub(crate) kind: String,
     #[serde(default)]
-    pub metadata: ObjectMeta,
+    pub(crate) metadata: ObjectMeta,
     #[serde(default)]
-    pub webhooks: Vec<Webhook>,
+    pub(crate) webhooks: Vec<Webhook>,
 }
 
 /// One entry of `webhooks[]`. `reinvocationPolicy` is only accepted for mutating webhooks
 /// (validation refuses it on a validating one, as the API server's strict decoding would).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Webhook {
+pub(crate) struct Webhook {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub client_config: WebhookClientConfig,
+    pub(crate) client_config: WebhookClientConfig,
     #[serde(default)]
-    pub rules: Vec<RuleWithOperations>,
-    pub failure_policy: Option<String>,
-    pub match_policy: Option<String>,
-    pub namespace_selector: Option<LabelSelector>,
-    pub object_selector: Option<LabelSelector>,
-    pub side_effects: Option<String>,
-    pub timeout_seconds: Option<i64>,
-    pub admission_review_versions: Option<Vec<String>>,
-    pub reinvocation_policy: Option<String>,
-    pub match_conditions: Option<Vec<MatchCondition>>,
+    pub(crate) rules: Vec<RuleWithOperations>,
+    pub(crate) failure_policy: Option<String>,
+    pub(crate) match_policy: Option<String>,
+    pub(crate) namespace_selector: Option<LabelSelector>,
+    pub(crate) object_selector: Option<LabelSelector>,
+    pub(crate) side_effects: Option<String>,
+    pub(crate) timeout_seconds: Option<i64>,
+    pub(crate) admission_review_versions: Option<Vec<String>>,
+    pub(crate) reinvocation_policy: Option<String>,
+    pub(crate) match_conditions: Option<Vec<MatchCondition>>,
 }
 
 /// `clientConfig`: exactly one of `url` and `service`, plus an optional PEM `caBundle`
 /// (base64 in the manifest, as the API's `[]byte` encoding).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct WebhookClientConfig {
-    pub url: Option<String>,
-    pub service: Option<ServiceReference>,
-    pub ca_bundle: Option<String>,
+pub(crate) struct WebhookClientConfig {
+    pub(crate) url: Option<String>,
+    pub(crate) service: Option<ServiceReference>,
+    pub(crate) ca_bundle: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ServiceReference {
+pub(crate) struct ServiceReference {
     #[serde(default)]
-    pub namespace: String,
+    pub(crate) namespace: String,
     #[serde(default)]
-    pub name: String,
-    pub path: Option<String>,
-    pub port: Option<i64>,
+    pub(crate) name: String,
+    pub(crate) path: Option<String>,
+    pub(crate) port: Option<i64>,
 }
 
 /// `rules[]`: operations × (apiGroups, apiVersions, resources) within a scope.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RuleWithOperations {
+pub(crate) struct RuleWithOperations {
     #[serde(default)]
-    pub operations: Vec<String>,
+    pub(crate) operations: Vec<String>,
     #[serde(default)]
-    pub api_groups: Vec<String>,
+    pub(crate) api_groups: Vec<String>,
     #[serde(default)]
-    pub api_versions: Vec<String>,
+    pub(crate) api_versions: Vec<String>,
     #[serde(default)]
-    pub resources: Vec<String>,
-    pub scope: Option<String>,
+    pub(crate) resources: Vec<String>,
+    pub(crate) scope: Option<String>,
 }
 
 /// A metav1 `LabelSelector`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     #[serde(default)]
-    pub match_labels: BTreeMap<String, String>,
+    pub(crate) match_labels: BTreeMap<String, String>,
     #[serde(default)]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
+    pub(crate) match_expressions: Vec<LabelSelectorRequirement>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LabelSelectorRequirement {
+pub(crate) struct LabelSelectorRequirement {
     #[serde(default)]
-    pub key: String,
+    pub(crate) key: String,
     #[serde(default)]
-    pub operator: String,
+    pub(crate) operator: String,
     #[serde(default)]
-    pub values: Vec<String>,
+    pub(crate) values: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MatchCondition {
+pub(crate) struct MatchCondition {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub expression: String,
+    pub(crate) expression: String,
 }
 
 /// A `v1` `Namespace`: its labels feed `namespaceSelector`.
 #[derive(Clone, Debug)]
-pub struct Namespace {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
+pub(crate) struct Namespace {
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
 }

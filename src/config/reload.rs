@@ -11,26 +11,27 @@ use notify::Watcher as _;
 use tokio::sync::mpsc;
 
 use super::compile::{self, LiveSnapshot};
-use super::{load, ConfigError};
+use super::load;
 use crate::upstream::Clients;
 
 /// How often the files are re-read even without an event.
-pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// Events arrive in bursts (an editor's save, a ConfigMap's symlink swap): wait for quiet.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// What a reload attempt came to, for metrics.
-pub enum Reloaded<'a> {
-    Swapped { generation: u64 },
-    Refused(&'a ConfigError),
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reloaded {
+    Swapped,
+    Refused,
 }
 
 /// Watches `paths` forever, swapping new configurations into `live`.
-pub async fn watch(
+pub(crate) async fn watch(
     paths: Vec<PathBuf>,
     clients: Arc<Clients>,
     live: Arc<LiveSnapshot>,
-    on_reload: impl Fn(Reloaded<'_>),
+    on_reload: impl Fn(Reloaded),
 ) {
     let (events, mut changed) = mpsc::channel::<()>(1);
     // Keep the watcher alive for as long as this task runs; without one, polling still works.
@@ -69,7 +70,7 @@ pub async fn watch(
                     "configuration reloaded"
                 );
                 live.store(Arc::new(snapshot));
-                on_reload(Reloaded::Swapped { generation });
+                on_reload(Reloaded::Swapped);
             }
             Err(error) => {
                 for problem in &error.problems {
@@ -80,7 +81,7 @@ pub async fn watch(
                     serving = live.load().generation,
                     "new configuration refused; the last good configuration keeps serving"
                 );
-                on_reload(Reloaded::Refused(&error));
+                on_reload(Reloaded::Refused);
             }
         }
     }

@@ -1,11 +1,13 @@
 //! One webhook call as both dispatchers make it: the dry-run checks (§5), the request in the
-//! webhook's AdmissionReview version with a fresh uid (§6), and its deadline (§7.3).
+//! webhook's AdmissionReview version with a fresh uid (§6), and its deadline (§7.3), taken
+//! from the review's deadline budget (`budget.rs`).
 
 use std::time::Duration;
 
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
+use super::budget::{Budget, Grant};
 use super::verdict;
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
@@ -14,38 +16,33 @@ use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
 
 /// What became of one attempt to call a webhook.
 #[derive(Debug)]
-pub enum Attempt {
+pub(crate) enum Attempt {
     /// A valid answer (allowed or not).
     Answered(WebhookResponse),
     /// No usable answer: judged by `failurePolicy`.
     CallError(CallError),
     /// Refused before calling, whatever the `failurePolicy` (dry run with side effects).
     Refused(Status),
+    /// Not called: the deadline budget had only this much left. Judged by `failurePolicy`.
+    OutOfBudget { left: Duration },
 }
 
 /// An attempt with what the trace shows of it.
 #[derive(Debug)]
-pub struct Called {
-    pub attempt: Attempt,
+pub(crate) struct Called {
+    pub(crate) attempt: Attempt,
     /// The `timeout` query sent, if a request was sent.
-    pub timeout: Option<String>,
-    pub latency: Duration,
+    pub(crate) timeout: Option<String>,
+    pub(crate) latency: Duration,
 }
 
-/// The request's deadline and the webhook's own timeout, combined (§7.3).
-fn effective_deadline(hook: &Hook, request_deadline: Option<Instant>, now: Instant) -> Option<Instant> {
-    let own = hook.timeout.map(|timeout| now + timeout);
-    match (own, request_deadline) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-pub async fn call(
+/// Calls `hook` with `object` (the current one, for a mutating webhook the object as patched
+/// so far) within what `budget` grants.
+pub(crate) async fn call(
     hook: &Hook,
     review: &IncomingReview,
+    budget: &Budget,
     object: Option<&RawValue>,
-    request_deadline: Option<Instant>,
     mutating: bool,
 ) -> Called {
     let start = Instant::now();
@@ -85,8 +82,11 @@ pub async fn call(
         dry_run: review.dry_run(),
         options: request.options.as_deref(),
     };
+    let deadline = match budget.grant(hook.timeout, start) {
+        Grant::Until(deadline) => deadline,
+        Grant::Exhausted { left } => return not_sent(Attempt::OutOfBudget { left }),
+    };
     let body = encode::request(version, &outgoing);
-    let deadline = effective_deadline(hook, request_deadline, start);
     let timeout =
         upstream::timeout_param(deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)));
     let sent = Sent { uid: &uid, version, mutating };

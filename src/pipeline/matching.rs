@@ -15,7 +15,7 @@ use crate::selector::Labels;
 
 /// Why a webhook was not called.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Skip {
+pub(crate) enum Skip {
     /// No rule names this operation, resource and scope.
     Rules,
     NamespaceSelector,
@@ -36,7 +36,7 @@ impl fmt::Display for Skip {
 }
 
 /// Requests no API-registered webhook ever sees (§3.2, §3.3), with the reason.
-pub fn exempt(review: &IncomingReview) -> Option<&'static str> {
+pub(crate) fn exempt(review: &IncomingReview) -> Option<&'static str> {
     let kind = review.kind();
     let resource = review.resource();
     let admission_kinds = [
@@ -67,7 +67,7 @@ pub fn exempt(review: &IncomingReview) -> Option<&'static str> {
 }
 
 /// `Ok(None)`: call the webhook; `Ok(Some(skip))`: don't; `Err(status)`: the request fails.
-pub fn should_call(
+pub(crate) fn should_call(
     hook: &Hook,
     review: &IncomingReview,
     object: &ObjectState<'_>,

@@ -13,7 +13,7 @@ use crate::selector::Labels;
 /// The request's `object` (current) with what is needed to answer with one combined patch,
 /// and the labels object selectors look at, found once rather than once per webhook.
 #[derive(Debug)]
-pub struct ObjectState<'a> {
+pub(crate) struct ObjectState<'a> {
     /// The object as received; `None` for a null object (DELETE).
     received: Option<&'a RawValue>,
     /// The request's `oldObject`, which patches never change.
@@ -32,7 +32,7 @@ pub struct ObjectState<'a> {
 
 /// Why the object could not be patched: both become internal errors (§9.3).
 #[derive(Debug, thiserror::Error)]
-pub enum PatchError {
+pub(crate) enum PatchError {
     #[error(transparent)]
     Apply(#[from] ApplyError),
     #[error("couldn't decode the patched object: {0}")]
@@ -51,7 +51,7 @@ struct LabelsOnly {
 }
 
 impl<'a> ObjectState<'a> {
-    pub fn new(received: Option<&'a RawValue>, old: Option<&'a RawValue>) -> Self {
+    pub(crate) fn new(received: Option<&'a RawValue>, old: Option<&'a RawValue>) -> Self {
         Self {
             received: received.filter(|raw| raw.get() != "null"),
             old,
@@ -63,17 +63,17 @@ impl<'a> ObjectState<'a> {
         }
     }
 
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         self.received.is_none()
     }
 
     /// Whether a patch has changed the object since it was received.
-    pub fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         self.original.is_some()
     }
 
     /// The current object's JSON, as sent to the next webhook.
-    pub fn raw(&mut self) -> Option<&RawValue> {
+    pub(crate) fn raw(&mut self) -> Option<&RawValue> {
         if !self.changed() {
             return self.received;
         }
@@ -87,17 +87,17 @@ impl<'a> ObjectState<'a> {
 
     /// The current object's labels; `None` when there is no object or it has no metadata
     /// (options kinds on CONNECT), which no object selector matches (§4.4).
-    pub fn labels(&self) -> Option<&Labels> {
+    pub(crate) fn labels(&self) -> Option<&Labels> {
         self.labels.get_or_init(|| labels_of(self.tree.as_ref(), self.received)).as_ref()
     }
 
     /// The old object's labels, on the same terms.
-    pub fn old_labels(&self) -> Option<&Labels> {
+    pub(crate) fn old_labels(&self) -> Option<&Labels> {
         self.old_labels.get_or_init(|| labels_of(None, self.old)).as_ref()
     }
 
     /// The current object as a tree.
-    pub fn tree(&mut self) -> Option<&Value> {
+    pub(crate) fn tree(&mut self) -> Option<&Value> {
         self.ensure_tree();
         self.tree.as_ref()
     }
@@ -110,7 +110,7 @@ impl<'a> ObjectState<'a> {
     }
 
     /// Applies a webhook's patch; returns whether it changed the object (deep equality).
-    pub fn apply(&mut self, patch: &Patch) -> Result<bool, PatchError> {
+    pub(crate) fn apply(&mut self, patch: &Patch) -> Result<bool, PatchError> {
         self.ensure_tree();
         let Some(current) = self.tree.as_ref() else {
             return Err(PatchError::Decode("no object".into()));
@@ -136,7 +136,7 @@ impl<'a> ObjectState<'a> {
     }
 
     /// One JSONPatch from the received object to the current one; `None` if unchanged.
-    pub fn combined_patch(&self) -> Option<Vec<u8>> {
+    pub(crate) fn combined_patch(&self) -> Option<Vec<u8>> {
         let (original, current) = (self.original.as_ref()?, self.tree.as_ref()?);
         let patch = json_patch::diff(original, current);
         if patch.0.is_empty() {

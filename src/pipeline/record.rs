@@ -12,7 +12,7 @@ const MAX_ANNOTATION_KEY: usize = 63;
 
 /// Annotations and warnings of one review.
 #[derive(Debug, Default)]
-pub struct Records {
+pub(crate) struct Records {
     /// Full keys (`A/B`); the first value written wins.
     annotations: BTreeMap<String, String>,
     warnings: Warnings,
@@ -20,7 +20,7 @@ pub struct Records {
 
 impl Records {
     /// Records `key: value` if the key is a valid qualified name and not already set (§14.1).
-    pub fn annotate(&mut self, key: String, value: String) {
+    pub(crate) fn annotate(&mut self, key: String, value: String) {
         if !valid_annotation_key(&key) {
             tracing::debug!(key, "audit annotation dropped: invalid key");
             return;
@@ -29,35 +29,39 @@ impl Records {
     }
 
     /// A webhook's `auditAnnotations`, stored as `<hook name>/<key>` (§14.2).
-    pub fn webhook_annotations(&mut self, hook_name: &str, annotations: Option<BTreeMap<String, String>>) {
+    pub(crate) fn webhook_annotations(
+        &mut self,
+        hook_name: &str,
+        annotations: Option<BTreeMap<String, String>>,
+    ) {
         for (key, value) in annotations.into_iter().flatten() {
             self.annotate(format!("{hook_name}/{key}"), value);
         }
     }
 
-    pub fn warn(&mut self, warnings: Option<Vec<String>>) {
+    pub(crate) fn warn(&mut self, warnings: Option<Vec<String>>) {
         for text in warnings.into_iter().flatten() {
             self.warnings.add(text);
         }
     }
 
     /// Every annotation under its full key, as the `review` trace shows it.
-    pub fn annotations(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn annotations(&self) -> &BTreeMap<String, String> {
         &self.annotations
     }
 
     /// Annotations as returned to the API server: `A/B` → `A_B`, shortened past 63 characters.
-    pub fn encoded_annotations(&self) -> BTreeMap<String, String> {
+    pub(crate) fn encoded_annotations(&self) -> BTreeMap<String, String> {
         self.annotations.iter().map(|(key, value)| (encode_key(key), value.clone())).collect()
     }
 
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.warnings.recorded.clone()
     }
 }
 
 /// `A/B` → `A_B`; a longer key keeps its head and gets a stable hash of the whole key.
-pub fn encode_key(key: &str) -> String {
+pub(crate) fn encode_key(key: &str) -> String {
     let encoded = key.replacen('/', "_", 1);
     if encoded.len() <= MAX_ANNOTATION_KEY {
         return encoded;

@@ -1,15 +1,16 @@
 //! Every admission `Status` the gateway builds, and the one place a failed webhook call
 //! becomes a decision (dispatch-semantics §9, §17).
 
+use std::fmt;
+
 use serde_json::json;
 
 use crate::config::compile::{FailurePolicy, Hook};
 use crate::review::Status;
-use crate::upstream::CallError;
 
 /// What a webhook call amounted to, once judged.
 #[derive(Debug)]
-pub enum Judgement {
+pub(crate) enum Judgement {
     /// Allowed (possibly after failing open); the chain goes on.
     Continue,
     /// The call failed under `failurePolicy: Ignore`: allowed, with the failed-open annotation.
@@ -18,18 +19,19 @@ pub enum Judgement {
     Fail(Status),
 }
 
-/// The only place a call error becomes a decision: `failurePolicy` (§9.1).
-pub fn from_call_error(hook: &Hook, error: &CallError) -> Judgement {
+/// The only place a webhook that gave no usable answer (a call error, or no deadline budget
+/// left to call it) becomes a decision: its `failurePolicy` (§9.1).
+pub(crate) fn from_failure(hook: &Hook, cause: &dyn fmt::Display) -> Judgement {
     match hook.failure_policy {
         FailurePolicy::Ignore => Judgement::FailedOpen,
         FailurePolicy::Fail => {
-            Judgement::Fail(internal_error(&format!("failed calling webhook {:?}: {error}", hook.name)))
+            Judgement::Fail(internal_error(&format!("failed calling webhook {:?}: {cause}", hook.name)))
         }
     }
 }
 
 /// `apierrors.NewInternalError`: 500 InternalError.
-pub fn internal_error(message: &str) -> Status {
+pub(crate) fn internal_error(message: &str) -> Status {
     Status {
         status: Some("Failure".into()),
         message: Some(format!("Internal error occurred: {message}")),
@@ -42,7 +44,7 @@ pub fn internal_error(message: &str) -> Status {
 
 /// A webhook's `allowed: false` (§9.2, `ToStatusErr`): its status kept, code at least 400,
 /// and the message naming the webhook.
-pub fn rejection(hook_name: &str, result: Option<&Status>) -> Status {
+pub(crate) fn rejection(hook_name: &str, result: Option<&Status>) -> Status {
     let mut status = result.cloned().unwrap_or_default();
     if status.code.is_none_or(|code| code < 400) {
         status.code = Some(400);
@@ -60,7 +62,7 @@ pub fn rejection(hook_name: &str, result: Option<&Status>) -> Status {
 }
 
 /// A dry-run request to a webhook with side effects (§5.1): 400, not subject to failurePolicy.
-pub fn dry_run_unsupported(hook_name: &str) -> Status {
+pub(crate) fn dry_run_unsupported(hook_name: &str) -> Status {
     bad_request(&format!("admission webhook {hook_name:?} does not support dry run"))
 }
 
@@ -75,7 +77,7 @@ fn bad_request(message: &str) -> Status {
 }
 
 /// A namespaceSelector needed the labels of a namespace the gateway does not know (§4.3).
-pub fn namespace_not_found(name: &str) -> Status {
+pub(crate) fn namespace_not_found(name: &str) -> Status {
     Status {
         status: Some("Failure".into()),
         message: Some(format!("namespaces {name:?} not found")),
@@ -86,21 +88,9 @@ pub fn namespace_not_found(name: &str) -> Status {
     }
 }
 
-/// The caller's deadline passed (§7.4).
-pub fn timeout() -> Status {
-    Status {
-        status: Some("Failure".into()),
-        message: Some("Timeout: request did not complete within requested timeout".into()),
-        reason: Some("Timeout".into()),
-        details: Some(json!({})),
-        code: Some(504),
-        metadata: None,
-    }
-}
-
 /// Several validating webhooks failed the request. The API server returns only the first one
 /// to complete; the gateway keeps the first in configuration order and names every one.
-pub fn several(mut statuses: Vec<Status>) -> Option<Status> {
+pub(crate) fn several(mut statuses: Vec<Status>) -> Option<Status> {
     if statuses.len() <= 1 {
         return statuses.pop();
     }

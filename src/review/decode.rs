@@ -9,26 +9,26 @@ use super::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation,
 
 /// A decoded review whose request has every field the dispatcher relies on.
 #[derive(Clone, Debug)]
-pub struct IncomingReview {
+pub(crate) struct IncomingReview {
     /// The caller's version: the answer is written in it.
-    pub version: ReviewVersion,
-    pub request: AdmissionRequest,
+    pub(crate) version: ReviewVersion,
+    pub(crate) request: AdmissionRequest,
 }
 
 impl IncomingReview {
-    pub fn kind(&self) -> &GroupVersionKind {
+    pub(crate) fn kind(&self) -> &GroupVersionKind {
         self.request.kind.as_ref().unwrap_or(&EMPTY_GVK)
     }
-    pub fn resource(&self) -> &GroupVersionResource {
+    pub(crate) fn resource(&self) -> &GroupVersionResource {
         self.request.resource.as_ref().unwrap_or(&EMPTY_GVR)
     }
-    pub fn operation(&self) -> Operation {
+    pub(crate) fn operation(&self) -> Operation {
         self.request.operation.unwrap_or(Operation::Connect)
     }
-    pub fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.request.dry_run.unwrap_or(false)
     }
-    pub fn user_info(&self) -> &RawValue {
+    pub(crate) fn user_info(&self) -> &RawValue {
         self.request.user_info.as_deref().unwrap_or(empty_object())
     }
 }
@@ -45,7 +45,7 @@ fn empty_object() -> &'static RawValue {
 
 /// Why a received body is not a usable AdmissionReview. Every variant is the caller's fault.
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     #[error("request body is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
     #[error("request body is not a valid AdmissionReview: {0}")]
@@ -62,7 +62,7 @@ pub enum DecodeError {
 
 impl DecodeError {
     /// A bounded label for metrics and logs.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::NotJson(_) => "not_json",
             Self::Invalid(_) => "invalid",
@@ -85,7 +85,7 @@ struct Envelope {
 }
 
 /// Decodes one AdmissionReview. The object stays raw.
-pub fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
+pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
     let envelope: Envelope = serde_json::from_slice(body).map_err(|error| {
         if error.is_syntax() || error.is_eof() {
             DecodeError::NotJson(error)

@@ -9,13 +9,13 @@ use super::{OutgoingRequest, ReviewVersion, Status};
 
 /// The gateway's answer to the caller, before it is written in the caller's version.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Answer {
-    pub allowed: bool,
-    pub status: Option<Status>,
+pub(crate) struct Answer {
+    pub(crate) allowed: bool,
+    pub(crate) status: Option<Status>,
     /// A JSONPatch document (JSON text), sent base64-encoded with `patchType: JSONPatch`.
-    pub patch: Option<Vec<u8>>,
-    pub audit_annotations: BTreeMap<String, String>,
-    pub warnings: Vec<String>,
+    pub(crate) patch: Option<Vec<u8>>,
+    pub(crate) audit_annotations: BTreeMap<String, String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -47,7 +47,7 @@ struct Response<'a> {
 }
 
 /// The answer as an AdmissionReview in `version`, echoing the caller's `uid`.
-pub fn answer(version: ReviewVersion, uid: &str, answer: &Answer) -> Vec<u8> {
+pub(crate) fn answer(version: ReviewVersion, uid: &str, answer: &Answer) -> Vec<u8> {
     let patch = answer.patch.as_ref().map(|patch| base64::engine::general_purpose::STANDARD.encode(patch));
     let response = Response {
         uid,
@@ -68,7 +68,7 @@ pub fn answer(version: ReviewVersion, uid: &str, answer: &Answer) -> Vec<u8> {
 }
 
 /// A downstream request as an AdmissionReview in the webhook's `version`.
-pub fn request(version: ReviewVersion, request: &OutgoingRequest<'_>) -> Vec<u8> {
+pub(crate) fn request(version: ReviewVersion, request: &OutgoingRequest<'_>) -> Vec<u8> {
     let envelope = Envelope {
         api_version: version.api_version(),
         kind: "AdmissionReview",

@@ -7,31 +7,42 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::config::Snapshot;
-use crate::pipeline::Stage;
+use crate::pipeline::{Outcome, Stage};
 
 /// Counters shared by the listeners and the reload task. Label values are bounded: stages,
 /// booleans and fixed reason names, never anything from a request.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Reviews answered, by stage and verdict: lock-free, as every review counts one.
     reviews: [[AtomicU64; 2]; 3],
+    /// Webhooks answered by `failurePolicy: Ignore`, by stage.
+    failed_open: [AtomicU64; 3],
+    /// Webhooks not called because the deadline budget was exhausted, by stage.
+    budget_exhausted: [AtomicU64; 3],
     /// Refused requests, by stage and reason: the error path, so a lock is fine.
     bad_requests: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
-    pub reload_failures: AtomicU64,
-    pub reload_successes: AtomicU64,
+    pub(crate) reload_failures: AtomicU64,
+    pub(crate) reload_successes: AtomicU64,
 }
 
 impl Metrics {
-    pub fn review(&self, stage: Stage, allowed: bool) {
-        self.reviews[stage_index(stage)][usize::from(allowed)].fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn review(&self, stage: Stage, outcome: &Outcome) {
+        let stage = stage_index(stage);
+        self.reviews[stage][usize::from(outcome.answer.allowed)].fetch_add(1, Ordering::Relaxed);
+        if outcome.failed_open > 0 {
+            self.failed_open[stage].fetch_add(u64::from(outcome.failed_open), Ordering::Relaxed);
+        }
+        if outcome.budget_exhausted > 0 {
+            self.budget_exhausted[stage].fetch_add(u64::from(outcome.budget_exhausted), Ordering::Relaxed);
+        }
     }
 
-    pub fn bad_request(&self, stage: Stage, reason: &'static str) {
+    pub(crate) fn bad_request(&self, stage: Stage, reason: &'static str) {
         let mut bad = self.bad_requests.lock().unwrap_or_else(|p| p.into_inner());
         *bad.entry((stage.as_str(), reason)).or_default() += 1;
     }
 
-    pub fn render(&self, snapshot: &Snapshot) -> String {
+    pub(crate) fn render(&self, snapshot: &Snapshot) -> String {
         let mut out = String::new();
         out.push_str(
             "# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n",
@@ -47,6 +58,24 @@ impl Metrics {
                         "admission_gateway_reviews_total{{stage=\"{stage}\",allowed=\"{allowed}\"}} {count}"
                     );
                 }
+            }
+        }
+        for (name, help, counts) in [
+            (
+                "admission_gateway_webhook_failed_open_total",
+                "Webhook calls answered by failurePolicy Ignore (call failed or no budget left), by endpoint.",
+                &self.failed_open,
+            ),
+            (
+                "admission_gateway_webhook_budget_exhausted_total",
+                "Webhooks not called because the review's deadline budget was exhausted, by endpoint.",
+                &self.budget_exhausted,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for stage in [Stage::Mutate, Stage::Validate, Stage::Admit] {
+                let count = counts[stage_index(stage)].load(Ordering::Relaxed);
+                let _ = writeln!(out, "{name}{{stage=\"{}\"}} {count}", stage.as_str());
             }
         }
         out.push_str("# HELP admission_gateway_bad_requests_total Requests refused before dispatch (4xx), by reason.\n");
@@ -104,12 +133,46 @@ fn stage_index(stage: Stage) -> usize {
 mod tests {
     use super::*;
 
+    fn outcome(allowed: bool, failed_open: u32, budget_exhausted: u32) -> Outcome {
+        Outcome {
+            answer: crate::review::encode::Answer {
+                allowed,
+                status: None,
+                patch: None,
+                audit_annotations: Default::default(),
+                warnings: Vec::new(),
+            },
+            full_annotations: Default::default(),
+            explanation: crate::explain::Explanation::disabled(),
+            final_object: None,
+            failed_open,
+            budget_exhausted,
+        }
+    }
+
+    #[test]
+    fn fail_opens_and_exhausted_budgets_are_counted_by_stage() {
+        let metrics = Metrics::default();
+        metrics.review(Stage::Mutate, &outcome(true, 2, 1));
+        metrics.review(Stage::Mutate, &outcome(true, 1, 1));
+        let text = metrics.render(&Snapshot::empty());
+        assert!(text.contains("admission_gateway_webhook_failed_open_total{stage=\"mutate\"} 3\n"), "{text}");
+        assert!(
+            text.contains("admission_gateway_webhook_budget_exhausted_total{stage=\"mutate\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("admission_gateway_webhook_failed_open_total{stage=\"validate\"} 0\n"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn reviews_are_counted_by_stage_and_verdict() {
         let metrics = Metrics::default();
-        metrics.review(Stage::Validate, true);
-        metrics.review(Stage::Validate, true);
-        metrics.review(Stage::Mutate, false);
+        metrics.review(Stage::Validate, &outcome(true, 0, 0));
+        metrics.review(Stage::Validate, &outcome(true, 0, 0));
+        metrics.review(Stage::Mutate, &outcome(false, 0, 0));
         let text = metrics.render(&Snapshot::empty());
         assert!(
             text.contains("admission_gateway_reviews_total{stage=\"validate\",allowed=\"true\"} 2\n"),
@@ -119,6 +182,6 @@ mod tests {
             text.contains("admission_gateway_reviews_total{stage=\"mutate\",allowed=\"false\"} 1\n"),
             "{text}"
         );
-        assert!(!text.contains("stage=\"admit\""), "{text}");
+        assert!(!text.contains("admission_gateway_reviews_total{stage=\"admit\""), "{text}");
     }
 }

@@ -13,10 +13,10 @@ use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// How often the certificate files are checked for a change.
-pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub(crate) enum TlsError {
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: no PEM certificate found")]
@@ -29,7 +29,7 @@ pub enum TlsError {
 
 /// Serves whichever certificate was loaded last.
 #[derive(Debug)]
-pub struct ReloadingCert {
+pub(crate) struct ReloadingCert {
     current: ArcSwap<CertifiedKey>,
     cert_path: PathBuf,
     key_path: PathBuf,
@@ -42,7 +42,7 @@ impl ResolvesServerCert for ReloadingCert {
 }
 
 impl ReloadingCert {
-    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, TlsError> {
+    pub(crate) fn load(cert_path: &Path, key_path: &Path) -> Result<Self, TlsError> {
         let (cert, key) = (read(cert_path)?, read(key_path)?);
         Ok(Self {
             current: ArcSwap::from_pointee(certified_key(cert_path, &cert, key_path, &key)?),
@@ -52,7 +52,7 @@ impl ReloadingCert {
     }
 
     /// Polls the files forever, swapping in a new certificate when they change and parse.
-    pub async fn watch(self: Arc<Self>) {
+    pub(crate) async fn watch(self: Arc<Self>) {
         let mut last = (read(&self.cert_path).ok(), read(&self.key_path).ok());
         loop {
             tokio::time::sleep(POLL_INTERVAL).await;
@@ -101,7 +101,7 @@ fn certified_key(
 }
 
 /// The server's TLS configuration (TLS 1.2 and 1.3, HTTP/2 and HTTP/1.1).
-pub fn server_config(resolver: Arc<ReloadingCert>) -> Result<rustls::ServerConfig, rustls::Error> {
+pub(crate) fn server_config(resolver: Arc<ReloadingCert>) -> Result<rustls::ServerConfig, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?

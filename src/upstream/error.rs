@@ -7,7 +7,7 @@ use crate::review::Status;
 
 /// A call error. `Display` is the `<reason>` of `failed calling webhook "<hook>": <reason>`.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     #[error("could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)")]
     NoKnownReviewVersion,
     #[error("could not get REST client: {0}")]
@@ -35,7 +35,7 @@ pub enum CallError {
 
 impl CallError {
     /// The status code the API server records for this error (metrics only, §15.1).
-    pub fn code(&self) -> u16 {
+    pub(crate) fn code(&self) -> u16 {
         match self {
             Self::NoKnownReviewVersion | Self::SideEffectsNil => 400,
             Self::NoClient(_) => 500,
@@ -52,7 +52,7 @@ impl CallError {
     }
 
     /// A bounded label for metrics and logs; never the Display text.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::NoKnownReviewVersion => "no_known_review_version",
             Self::NoClient(_) => "no_client",

@@ -142,13 +142,20 @@ async fn review_prints_the_trace_and_the_response() {
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
     let uid = fixtures::uid(POD_CREATE);
-    for expected in [
-        format!("== /admit {uid}: allowed"),
-        "Mutating round 0: call labels/label.example.com (timeout=10s): allowed".to_owned(),
-        "Validating round 0: call checks/check.example.com (timeout=10s): allowed".to_owned(),
-        "mutation.webhook.admission.k8s.io/round_0_index_0".to_owned(),
-    ] {
+    for expected in
+        [format!("== /admit {uid}: allowed"), "mutation.webhook.admission.k8s.io/round_0_index_0".to_owned()]
+    {
         assert!(stdout.contains(&expected), "{expected:?} not in:\n{stdout}");
+    }
+    // Each call: its timeout and latency in parentheses, then the outcome alone.
+    for (call, outcome) in [
+        ("Mutating round 0: call labels/label.example.com (timeout=10s, ", " ms, object changed): allowed"),
+        ("Validating round 0: call checks/check.example.com (timeout=10s, ", " ms): allowed"),
+    ] {
+        assert!(
+            stdout.lines().any(|line| line.trim_start().starts_with(call) && line.ends_with(outcome)),
+            "{call:?}…{outcome:?} not in:\n{stdout}"
+        );
     }
     assert!(
         stdout.contains(

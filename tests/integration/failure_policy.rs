@@ -168,23 +168,81 @@ async fn the_callers_timeout_bounds_each_webhooks_timeout_as_it_runs_down() {
     assert_eq!(second.timeouts(), ["4s"], "5 s less the first call's 1 s");
 }
 
+/// Four hanging `Ignore` webhooks of 2 s each behind a caller that waits 5 s: the API server
+/// would time the whole request out (8 s of calls); the gateway spends its budget (5 s less
+/// the 500 ms margin), fails the rest open at once, and answers in time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn once_the_callers_deadline_passes_the_mutating_chain_stops_with_504() {
-    let hanging = MockWebhook::slow(Duration::from_secs(3)).spawn().await;
-    let after = MockWebhook::allowing().spawn().await;
+async fn hanging_ignore_webhooks_cannot_make_the_answer_miss_the_callers_deadline() {
+    let mut mocks = Vec::new();
+    for _ in 0..4 {
+        mocks.push(MockWebhook::slow(Duration::from_secs(10)).spawn().await);
+    }
+    let hooks = mocks
+        .iter()
+        .enumerate()
+        .map(|(i, mock)| webhook(&format!("hang-{i}.example.com"), mock).timeout_seconds(2).ignore());
+    let gateway = TestGateway::mutating(hooks).await;
+
+    let started = std::time::Instant::now();
+    let answer = gateway.review("/mutate?timeout=5s", &fixtures::review(POD_CREATE)).await;
+    let took = started.elapsed();
+
+    assert!(answer.allowed(), "{}", answer.body);
+    assert!(took < Duration::from_millis(4900), "answered after {took:?}, past the caller's 5 s less margin");
+    assert!(took >= Duration::from_millis(4400), "the budget (4.5 s) was spent: {took:?}");
+    let calls: Vec<usize> = mocks.iter().map(|mock| mock.calls()).collect();
+    assert_eq!(calls, [1, 1, 1, 0], "the third call gets the 0.5 s left; the fourth is not called");
+    assert_eq!(mocks[2].timeouts(), ["1s"], "0.5 s left, rounded up as the API server writes it");
+    for i in 0..4 {
+        assert_eq!(
+            answer.annotation(&format!("failed-open.mutation.webhook.admission.k8s.io_round_0_index_{i}")),
+            Some(format!("hang-{i}.example.com").as_str()),
+            "every webhook failed open, called or not"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fail_webhook_the_budget_cannot_cover_rejects_the_request_naming_it() {
+    let slow = MockWebhook::slow(Duration::from_secs(10)).spawn().await;
+    let strict = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::mutating([
-        webhook("hanging.example.com", &hanging).ignore(),
-        webhook("after.example.com", &after).ignore(),
+        webhook("slow.example.com", &slow).timeout_seconds(2).ignore(),
+        webhook("strict.example.com", &strict).timeout_seconds(5),
     ])
     .await;
 
-    let answer = gateway.review("/mutate?timeout=1s", &fixtures::review(POD_CREATE)).await;
+    let answer = gateway.review("/mutate?timeout=2s", &fixtures::review(POD_CREATE)).await;
 
     assert!(!answer.allowed());
-    assert_eq!(answer.code(), Some(504));
-    assert_eq!(answer.message(), "Timeout: request did not complete within requested timeout");
-    assert_eq!(hanging.timeouts(), ["1s"]);
-    assert_eq!(after.calls(), 0);
+    assert_eq!(answer.code(), Some(500));
+    assert!(
+        answer.message().starts_with(
+            r#"Internal error occurred: failed calling webhook "strict.example.com": not called: deadline budget exhausted"#
+        ),
+        "{}",
+        answer.message()
+    );
+    assert_eq!(strict.calls(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_timeout_is_refused_and_a_huge_one_is_capped_never_a_panic() {
+    let allow = MockWebhook::allowing().spawn().await;
+    let gateway = TestGateway::validating([webhook("allow.example.com", &allow)]).await;
+
+    let (status, body) = gateway
+        .post("/validate?timeout=9300000000000000000s", fixtures::review(POD_CREATE).to_string())
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.starts_with("invalid timeout query parameter"), "{body}");
+    let (status, body) =
+        gateway.post("/validate?timeout=-5s", fixtures::review(POD_CREATE).to_string()).await;
+    assert_eq!(status, 400, "{body}");
+
+    let answer = gateway.review("/validate?timeout=2562047h", &fixtures::review(POD_CREATE)).await;
+    assert!(answer.allowed(), "{}", answer.body);
+    assert_eq!(allow.timeouts(), ["10s"], "the webhook's own timeout, the caller's being larger");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

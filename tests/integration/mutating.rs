@@ -52,6 +52,29 @@ async fn two_patches_reach_the_caller_as_one_combined_json_patch() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patch_annotations_are_left_out_unless_the_settings_ask_for_them() {
+    // They hold the patch itself, which the API server would store at audit level Metadata.
+    let team = MockWebhook::patching(add_label("team", "payments")).spawn().await;
+    let hooks = || mutating("chain", [webhook("team.example.com", &team)]);
+    let gateway = TestGateway::start(Fleet::of([hooks()])).await;
+
+    let answer = gateway.mutate(&fixtures::review(POD_CREATE)).await;
+
+    assert!(answer.patch().is_some(), "{}", answer.body);
+    assert!(answer.annotation("mutation.webhook.admission.k8s.io_round_0_index_0").is_some());
+    assert!(
+        !answer.annotation_keys().iter().any(|key| key.starts_with("patch.webhook")),
+        "{:?}",
+        answer.annotation_keys()
+    );
+
+    let asked =
+        TestGateway::start(Fleet::of([hooks()]).settings(json!({"auditPatchAnnotations": true}))).await;
+    let answer = asked.mutate(&fixtures::review(POD_CREATE)).await;
+    assert!(answer.annotation("patch.webhook.admission.k8s.io_round_0_index_0").is_some(), "{}", answer.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_called_webhook_is_annotated_with_its_round_index_and_patch() {
     // The webhook writes its operation's keys in any order; the annotation sorts them.
     let team = MockWebhook::answering(|review| {
@@ -61,10 +84,13 @@ async fn every_called_webhook_is_annotated_with_its_round_index_and_patch() {
     .spawn()
     .await;
     let watcher = MockWebhook::allowing().spawn().await;
-    let gateway = TestGateway::start(Fleet::of([mutating(
-        "chain",
-        [webhook("team.example.com", &team), webhook("watch.example.com", &watcher)],
-    )]))
+    let gateway = TestGateway::start(
+        Fleet::of([mutating(
+            "chain",
+            [webhook("team.example.com", &team), webhook("watch.example.com", &watcher)],
+        )])
+        .settings(json!({"auditPatchAnnotations": true})),
+    )
     .await;
 
     let answer = gateway.mutate(&fixtures::review(POD_CREATE)).await;
@@ -143,7 +169,7 @@ async fn a_patch_that_changes_nothing_is_annotated_but_yields_no_patch() {
         answer.annotation("mutation.webhook.admission.k8s.io_round_0_index_0"),
         Some(r#"{"configuration":"fleet","webhook":"same.example.com","mutated":false}"#)
     );
-    assert!(answer.annotation("patch.webhook.admission.k8s.io_round_0_index_0").is_some());
+    assert_eq!(answer.annotation("patch.webhook.admission.k8s.io_round_0_index_0"), None, "off by default");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,10 +258,16 @@ async fn an_if_needed_webhook_is_reinvoked_when_a_later_one_changes_the_object()
     })
     .spawn()
     .await;
-    let gateway = TestGateway::mutating([
-        webhook("add-a.example.com", &add_a).if_needed(),
-        webhook("remove-tier.example.com", &remove_tier).if_needed(),
-    ])
+    let gateway = TestGateway::start(
+        Fleet::of([mutating(
+            "fleet",
+            [
+                webhook("add-a.example.com", &add_a).if_needed(),
+                webhook("remove-tier.example.com", &remove_tier).if_needed(),
+            ],
+        )])
+        .settings(json!({"auditPatchAnnotations": true})),
+    )
     .await;
 
     let answer = gateway.mutate(&fixtures::review(POD_CREATE)).await;

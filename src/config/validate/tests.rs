@@ -55,6 +55,7 @@ fn baseline() -> WebhookConfiguration {
     }});
     WebhookConfiguration {
         kind: WebhookKind::Mutating,
+        version: crate::config::manifest::ApiVersion::V1,
         metadata: ObjectMeta {
             name: "pod-policy".to_owned(),
             labels: BTreeMap::from([("team".to_owned(), "platform".to_owned())]),

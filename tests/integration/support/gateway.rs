@@ -153,11 +153,26 @@ impl Configuration {
 pub struct Fleet {
     configurations: Vec<Configuration>,
     namespaces: Vec<Value>,
+    settings: Option<Value>,
 }
 
 impl Fleet {
     pub fn of(configurations: impl IntoIterator<Item = Configuration>) -> Self {
-        Self { configurations: configurations.into_iter().collect(), namespaces: Vec::new() }
+        Self { configurations: configurations.into_iter().collect(), namespaces: Vec::new(), settings: None }
+    }
+
+    /// Adds the gateway's own settings: a `GatewayConfig` with these fields.
+    pub fn settings(mut self, fields: Value) -> Self {
+        let mut object = json!({
+            "apiVersion": "admission-gateway/v1alpha1",
+            "kind": "GatewayConfig",
+            "metadata": {"name": "gateway"},
+        });
+        for (field, value) in fields.as_object().expect("settings are an object") {
+            object[field] = value.clone();
+        }
+        self.settings = Some(object);
+        self
     }
 
     /// Adds a `v1` `Namespace` with these labels (for `namespaceSelector`).
@@ -177,6 +192,7 @@ impl Fleet {
             .iter()
             .map(Configuration::manifest)
             .chain(self.namespaces.iter().cloned())
+            .chain(self.settings.iter().cloned())
             .map(|object| serde_norway::to_string(&object).expect("YAML"))
             .collect::<Vec<_>>()
             .join("---\n")
@@ -212,13 +228,12 @@ impl TestGateway {
         let gateway = Self { running: None, dir, client: https_client(ca()), admin: http_client() };
         gateway.reconfigure(&fleet);
         gateway.rotate_certificate(ca());
-        let running = app::start(ServeOptions {
-            paths: vec![gateway.config_dir()],
-            listen: "127.0.0.1:0".parse().unwrap(),
-            metrics_listen: "127.0.0.1:0".parse().unwrap(),
-            tls: Some((gateway.cert_path(), gateway.key_path())),
-            traces: None,
-        })
+        let running = app::start(ServeOptions::new(
+            vec![gateway.config_dir()],
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+            Some((gateway.cert_path(), gateway.key_path())),
+        ))
         .await
         .expect("the gateway starts");
         Self { running: Some(running), ..gateway }

@@ -1,6 +1,7 @@
-//! A readable account of one review's dispatch: which webhooks matched or were skipped and
-//! why, each call's latency and outcome, the patches. Recorded only when asked for (the
-//! `review` command, the demo); it never holds object contents, only patches.
+//! The explanation of one review's dispatch, for people: which webhooks matched or were
+//! skipped and why, each call's latency and outcome, the patches. Recorded only when asked for
+//! (the `review` command, the demo); it never holds object contents, only patches. (Not to be
+//! confused with distributed tracing.)
 
 use std::fmt;
 use std::time::Duration;
@@ -10,14 +11,23 @@ use serde::Serialize;
 /// Which dispatcher a step belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Phase {
+pub(crate) enum Phase {
     Mutating,
     Validating,
 }
 
+impl Phase {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Mutating => "mutating",
+            Self::Validating => "validating",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "step", rename_all = "camelCase")]
-pub enum Step {
+pub(crate) enum Step {
     /// The request is never sent to webhooks.
     Exempt {
         phase: Phase,
@@ -56,42 +66,38 @@ pub enum Step {
 
 /// The steps of one review, in order.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Trace {
+pub(crate) struct Explanation {
     #[serde(skip)]
     enabled: bool,
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
 }
 
-impl Trace {
-    pub fn enabled() -> Self {
+impl Explanation {
+    pub(crate) fn enabled() -> Self {
         Self { enabled: true, steps: Vec::new() }
     }
 
-    pub fn disabled() -> Self {
+    pub(crate) fn disabled() -> Self {
         Self::default()
     }
 
-    pub fn is_enabled(&self) -> bool {
+    pub(crate) fn is_enabled(&self) -> bool {
         self.enabled
     }
 
     /// Records a step; `step` is only built when tracing is on.
-    pub fn record(&mut self, step: impl FnOnce() -> Step) {
+    pub(crate) fn record(&mut self, step: impl FnOnce() -> Step) {
         if self.enabled {
             self.steps.push(step());
         }
     }
-
-    pub fn extend(&mut self, other: Trace) {
-        self.steps.extend(other.steps);
-    }
 }
 
-pub fn millis(duration: Duration) -> f64 {
+pub(crate) fn millis(duration: Duration) -> f64 {
     (duration.as_secs_f64() * 1e6).round() / 1e3
 }
 
-impl fmt::Display for Trace {
+impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for step in &self.steps {
             match step {
@@ -110,9 +116,10 @@ impl fmt::Display for Trace {
                     patch,
                     mutated,
                 } => {
+                    // The latency stands apart from the outcome: a denial's message is quoted whole.
                     writeln!(
                         f,
-                        "  {phase:?} round {round}: call {configuration}/{webhook} (timeout={timeout}): {outcome} in {latency_ms} ms{}",
+                        "  {phase:?} round {round}: call {configuration}/{webhook} (timeout={timeout}, {latency_ms} ms{}): {outcome}",
                         if *mutated { ", object changed" } else { "" }
                     )?;
                     if let Some(patch) = patch {

@@ -1,0 +1,84 @@
+//! `check`: validate the configuration as the API server would, print every problem.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::{exit, print_structured, CheckArgs, Output};
+use crate::config::{compile, ConfigError, Problem, Severity, Snapshot};
+use crate::upstream::Clients;
+
+pub(super) fn run(args: &CheckArgs) -> ExitCode {
+    let clients = Clients::default();
+    let (problems, counts) = match compile::load(&args.config.paths, &clients, 1) {
+        Ok(snapshot) => {
+            let mut problems = snapshot.warnings.clone();
+            if !args.allow_empty {
+                problems.extend(empty_fleet(&snapshot, args));
+            }
+            (problems, Some(counts(&snapshot)))
+        }
+        Err(ConfigError { problems }) => (problems, None),
+    };
+    let errors = problems.iter().filter(|p| p.severity == Severity::Error).count();
+    let warnings = problems.len() - errors;
+    let valid = errors == 0;
+    match args.output {
+        Output::Text => {
+            for problem in &problems {
+                println!("{problem}");
+            }
+            match (valid, counts) {
+                (true, Some((mutating, validating, namespaces))) => println!(
+                    "configuration is valid: {mutating} mutating and {validating} validating webhooks, {namespaces} namespaces{}",
+                    if warnings > 0 { format!(", {warnings} warning(s)") } else { String::new() }
+                ),
+                _ => println!("configuration refused: {errors} error(s), {warnings} warning(s)"),
+            }
+        }
+        output => {
+            let problems: Vec<_> = problems.iter().map(problem_json).collect();
+            let (mutating, validating, namespaces) = counts.unwrap_or_default();
+            print_structured(
+                output,
+                &json!({
+                    "valid": valid,
+                    "errors": errors,
+                    "warnings": warnings,
+                    "webhooks": {"mutating": mutating, "validating": validating},
+                    "namespaces": namespaces,
+                    "problems": problems,
+                }),
+            );
+        }
+    }
+    exit::code(if valid { exit::SUCCESS } else { exit::NEGATIVE })
+}
+
+fn counts(snapshot: &Snapshot) -> (usize, usize, usize) {
+    (snapshot.mutating.len(), snapshot.validating.len(), snapshot.namespaces.len())
+}
+
+/// A configuration with no webhook at all is almost always a mistake (a wrong path, an empty
+/// ConfigMap): an error unless `--allow-empty`.
+fn empty_fleet(snapshot: &Snapshot, args: &CheckArgs) -> Option<Problem> {
+    (snapshot.mutating.is_empty() && snapshot.validating.is_empty()).then(|| Problem {
+        severity: Severity::Error,
+        file: args.config.paths.first().cloned().unwrap_or_default(),
+        object: None,
+        webhook: None,
+        field: None,
+        message: "the configuration holds no webhook (pass --allow-empty if that is meant)".into(),
+    })
+}
+
+fn problem_json(problem: &Problem) -> serde_json::Value {
+    json!({
+        "severity": match problem.severity { Severity::Error => "error", Severity::Warning => "warning" },
+        "file": problem.file.display().to_string(),
+        "object": problem.object,
+        "webhook": problem.webhook,
+        "field": problem.field,
+        "message": problem.message,
+    })
+}

@@ -1,0 +1,84 @@
+//! `review`: one AdmissionReview file through the real dispatch against the live fleet, with
+//! its explanation. Exit 0 allowed, 1 denied, 2 error.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::time::Instant;
+
+use super::{exit, print_structured, Output, ReviewArgs};
+use crate::explain::Explanation;
+use crate::pipeline::budget::Budget;
+use crate::pipeline::{self, Stage};
+use crate::report;
+use crate::review::decode;
+use crate::upstream::Clients;
+
+pub(super) async fn run(args: ReviewArgs) -> ExitCode {
+    match review(args).await {
+        Ok(true) => exit::code(exit::SUCCESS),
+        Ok(false) => exit::code(exit::NEGATIVE),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            exit::code(exit::ERROR)
+        }
+    }
+}
+
+/// `Ok(allowed)`.
+async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
+    let file = review_file(&mut args)?;
+    let timeout = args.timeout.as_deref().map(parse_timeout).transpose()?;
+    let clients = Arc::new(Clients::default());
+    let snapshot = crate::app::load_snapshot(&args.config.paths, &clients, 1).await?;
+    let body = if file.as_os_str() == "-" {
+        let mut body = Vec::new();
+        std::io::stdin().read_to_end(&mut body).context("reading standard input")?;
+        body
+    } else {
+        std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?
+    };
+    let review = decode::review(&body)
+        .with_context(|| format!("{} is not a usable AdmissionReview", file.display()))?;
+    let budget = match timeout {
+        Some(timeout) => Budget::new(Instant::now(), Some(timeout), &snapshot.settings),
+        None => Budget::unlimited(&snapshot.settings),
+    };
+    let stage = Stage::from(args.stage);
+    let outcome = pipeline::review(&snapshot, &review, stage, budget, Explanation::enabled()).await;
+    match args.output {
+        Output::Text => {
+            print!("{}", report::text(stage, &review.request.uid, review.version, &outcome, true))
+        }
+        output => print_structured(
+            output,
+            &report::structured(stage, &review.request.uid, review.version, &outcome),
+        ),
+    }
+    Ok(outcome.answer.allowed)
+}
+
+/// The review file: the positional argument, or the last `--config` value when none was given
+/// (`--config a b review.json`).
+fn review_file(args: &mut ReviewArgs) -> anyhow::Result<PathBuf> {
+    if let Some(file) = args.file.take() {
+        return Ok(file);
+    }
+    if args.config.paths.len() > 1 {
+        if let Some(file) = args.config.paths.pop() {
+            return Ok(file);
+        }
+    }
+    anyhow::bail!("an AdmissionReview file is required (or - for standard input)")
+}
+
+fn parse_timeout(text: &str) -> anyhow::Result<Duration> {
+    let nanos = crate::go::duration::parse(text).map_err(|e| anyhow::anyhow!("invalid --timeout: {e}"))?;
+    let nanos = u64::try_from(nanos)
+        .map_err(|_| anyhow::anyhow!("invalid --timeout {text:?}: must not be negative"))?;
+    Ok(Duration::from_nanos(nanos))
+}

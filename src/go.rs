@@ -1,0 +1,2 @@
+//! TEMPORARY: replaced by the go-compat module on merge.
+pub(crate) mod duration;

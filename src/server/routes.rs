@@ -1,0 +1,154 @@
+//! Routing, and the one place every request becomes a response: a review gets its answer, an
+//! oversized body 413, a body that is not a usable AdmissionReview 400 with the reason.
+//! Bodies are never logged.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::body::{self, ReadError, MAX_REVIEW_BYTES};
+use super::{ExplainedReview, State};
+use crate::explain::Explanation;
+use crate::pipeline::budget::Budget;
+use crate::pipeline::{self, Stage};
+use crate::review::{decode, encode};
+
+/// Which of the two listeners a request arrived on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// `/mutate`, `/validate`, `/admit`, `/healthz`, `/readyz`.
+    Admission,
+    /// `/metrics`, `/healthz`, `/readyz`.
+    Admin,
+}
+
+pub(crate) async fn route(
+    state: &State,
+    request: Request<Incoming>,
+    listener: Listener,
+) -> Response<Full<Bytes>> {
+    let path = request.uri().path();
+    let stage = match path {
+        "/mutate" => Some(Stage::Mutate),
+        "/validate" => Some(Stage::Validate),
+        "/admit" => Some(Stage::Admit),
+        _ => None,
+    };
+    let admission = listener == Listener::Admission;
+    match (request.method(), path, stage) {
+        (&Method::GET, "/healthz", _) => text(StatusCode::OK, "ok"),
+        (&Method::GET, "/readyz", _) if state.ready.load(Ordering::SeqCst) => text(StatusCode::OK, "ok"),
+        (&Method::GET, "/readyz", _) => text(StatusCode::SERVICE_UNAVAILABLE, "not ready"),
+        (&Method::GET, "/metrics", _) if !admission => {
+            let snapshot = state.live.load();
+            let mut response = text(StatusCode::OK, &state.metrics.render(&snapshot));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            response
+        }
+        (&Method::POST, _, Some(stage)) if admission => review(state, stage, request).await,
+        (_, _, Some(_)) if admission => {
+            text(StatusCode::METHOD_NOT_ALLOWED, "use POST with an AdmissionReview body")
+        }
+        _ => text(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// One AdmissionReview: read (capped), decode, dispatch within the deadline budget, answer in
+/// the caller's version.
+async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let received = Instant::now();
+    let timeout = match body::caller_timeout(request.uri().query()) {
+        Ok(timeout) => timeout,
+        Err(message) => return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message),
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let body = match body::read_capped(request.into_body(), declared).await {
+        Ok(body) => body,
+        Err(ReadError::TooLarge) => {
+            let message = format!("request body is larger than {MAX_REVIEW_BYTES} bytes");
+            return reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message);
+        }
+        Err(ReadError::Unreadable(message)) => {
+            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message);
+        }
+    };
+    let review = match decode::review(&body) {
+        Ok(review) => review,
+        Err(error) => {
+            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string())
+        }
+    };
+    drop(body);
+    // One load per review: every stage sees the same configuration even if a reload lands.
+    let snapshot = state.live.load_full();
+    let budget = Budget::new(received, timeout, &snapshot.settings);
+    let request = &review.request;
+    let resource = review.resource();
+    let span = tracing::debug_span!(
+        "admission_review",
+        uid = %request.uid,
+        stage = stage.as_str(),
+        operation = %review.operation(),
+        resource = %resource.resource,
+        namespace = %request.namespace,
+        generation = snapshot.generation,
+    );
+    let explanation =
+        if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
+    let outcome =
+        pipeline::review(&snapshot, &review, stage, budget, explanation).instrument(span.clone()).await;
+    let answer = &outcome.answer;
+    let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
+    span.in_scope(|| {
+        // Debug: at thousands of reviews a second an info line each costs a third of the
+        // throughput. Failed webhook calls are logged at warn by the stages, bad requests here.
+        tracing::debug!(
+            allowed = answer.allowed,
+            code,
+            patched = answer.patch.is_some(),
+            elapsed_ms = received.elapsed().as_secs_f64() * 1e3,
+            "review answered"
+        );
+    });
+    state.metrics.review(stage, &outcome);
+    let body = encode::answer(review.version, &request.uid, answer);
+    if let Some(explained) = &state.explained {
+        let _ = explained.send(ExplainedReview { stage, uid: request.uid.clone(), outcome });
+    }
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    response
+}
+
+fn reject(
+    state: &State,
+    stage: Stage,
+    code: StatusCode,
+    reason: &'static str,
+    message: &str,
+) -> Response<Full<Bytes>> {
+    tracing::warn!(stage = stage.as_str(), reason, code = code.as_u16(), "bad admission request: {message}");
+    state.metrics.bad_request(stage, reason);
+    text(code, message)
+}
+
+fn text(code: StatusCode, body: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
+    *response.status_mut() = code;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}

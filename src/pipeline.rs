@@ -161,11 +161,23 @@ impl<'r> Review<'r> {
 
     /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
     fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
-        match matching::should_call(hook, self.request, &self.object, self.snapshot)? {
-            None => Ok(true),
-            Some(skip) => {
+        match matching::should_call(hook, self.request, &self.object, self.snapshot) {
+            Ok(None) => Ok(true),
+            Ok(Some(skip)) => {
                 self.skipped(hook, phase, round, &skip);
                 Ok(false)
+            }
+            Err(status) => {
+                let message = status.message.clone().unwrap_or_default();
+                tracing::warn!(webhook = %hook.name, phase = phase.as_str(), "request rejected: {message}");
+                self.explanation.record(|| Step::NotCalled {
+                    phase,
+                    configuration: hook.configuration.clone(),
+                    webhook: hook.name.clone(),
+                    round,
+                    outcome: format!("request rejected before any call: {message}"),
+                });
+                Err(status)
             }
         }
     }

@@ -129,7 +129,7 @@ fn namespace_matches(
     } else {
         match snapshot.namespaces.get(namespace) {
             Some(labels) => labels,
-            None => return Err(verdict::namespace_not_found(namespace)),
+            None => return Err(verdict::namespace_not_found(namespace, &hook.name)),
         }
     };
     Ok(selector.matches(labels))

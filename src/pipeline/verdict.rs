@@ -76,11 +76,14 @@ fn bad_request(message: &str) -> Status {
     }
 }
 
-/// A namespaceSelector needed the labels of a namespace the gateway does not know (§4.3).
-pub(crate) fn namespace_not_found(name: &str) -> Status {
+/// A namespaceSelector needed the labels of a namespace the gateway does not know (§4.3): the
+/// API server's 404, with a sentence naming the webhook and what to do.
+pub(crate) fn namespace_not_found(name: &str, hook_name: &str) -> Status {
     Status {
         status: Some("Failure".into()),
-        message: Some(format!("namespaces {name:?} not found")),
+        message: Some(format!(
+            "namespaces {name:?} not found (admission-gateway: webhook {hook_name:?} has a namespaceSelector, and the gateway's configuration lists no Namespace {name:?}: add it as a v1 Namespace object with its labels)"
+        )),
         reason: Some("NotFound".into()),
         details: Some(json!({"name": name, "kind": "namespaces"})),
         code: Some(404),

@@ -6,6 +6,7 @@ mod support;
 
 mod bad_input;
 mod cli;
+mod cli_contract;
 mod failure_policy;
 mod matching;
 mod mutating;

@@ -122,7 +122,12 @@ async fn an_unknown_namespace_is_404_only_when_the_rules_match() {
     assert!(!secret.allowed());
     assert_eq!(secret.code(), Some(404));
     assert_eq!(secret.reason(), "NotFound");
-    assert_eq!(secret.message(), r#"namespaces "ghost" not found"#);
+    assert!(secret.message().starts_with(r#"namespaces "ghost" not found ("#), "{}", secret.message());
+    assert!(
+        secret.message().contains(r#"webhook "picky.example.com" has a namespaceSelector"#),
+        "the message blames the webhook that needed the labels: {}",
+        secret.message()
+    );
     assert_eq!(picky.calls(), 0);
 }
 

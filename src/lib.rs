@@ -9,15 +9,26 @@
 //! config::reload ─▶ LiveSnapshot (one ArcSwap) ─▶ loaded once per review
 //! ```
 //!
-//! - `cli`: the command line. `app`: composition of the commands.
-//! - `config`: manifests → validated, compiled `Snapshot`; hot reload.
+//! Dependencies flow one way, leaves at the bottom:
+//!
+//! ```text
+//! main ─▶ cli ─▶ {demo, registration, report} ─▶ app ─▶ server ─▶ pipeline ─▶ {patch, upstream} ─▶ review
+//!                                                  └─▶ config (manifests, settings, selectors) ◀── pipeline
+//! go: Go-compatible parsers and texts, used by any layer; explain: the record a review can keep
+//! ```
+//!
+//! - `cli`: the command line and the commands (exit codes 0/1/2). `app`: the composition root.
+//! - `server`: listeners, TLS, routes, body limits, `/metrics`.
 //! - `review`: AdmissionReview wire types, decode and encode.
-//! - `pipeline`: matching, the mutating chain, the validating fan-out, verdicts, records.
+//! - `pipeline`: the per-review context and deadline budget, matching, the mutating chain, the
+//!   validating fan-out, verdicts, annotations and warnings.
 //! - `upstream`: pooled HTTPS clients and the downstream call with its checks.
 //! - `patch`: JSON Patch with kube-apiserver's (evanphx v4) semantics.
-//! - `selector`: label selectors. `explain`: the readable account of one review.
-//! - `server`: the HTTPS listener, routes, TLS reload, the metrics listener.
-//! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated test PKI.
+//! - `config`: manifests and the gateway's settings → validated, compiled `Snapshot`; hot reload.
+//! - `go`: ports of Go behaviour the API server's answers depend on (URLs, durations, base64, quoting).
+//! - `explain`: the readable account of one review; `report`: how commands print it.
+//! - `registration`: the gateway's own webhook registrations for a fleet.
+//! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI for the demo and tests.
 
 pub mod app;
 pub mod certs;
@@ -31,6 +42,5 @@ pub(crate) mod pipeline;
 pub(crate) mod registration;
 pub(crate) mod report;
 pub(crate) mod review;
-pub(crate) mod selector;
 pub(crate) mod server;
 pub(crate) mod upstream;

@@ -17,7 +17,7 @@ use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::{defaults, validate, ConfigError, Problem, Severity};
 use crate::review::{Operation, ReviewVersion};
-use crate::selector::{Labels, Selector};
+use crate::config::selector::{Labels, Selector};
 use crate::upstream::{Client, Clients};
 
 /// Annotation on a configuration object choosing how its webhooks are run.

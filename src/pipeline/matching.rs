@@ -11,7 +11,7 @@ use crate::config::compile::{Hook, RuleRequest};
 use crate::config::Snapshot;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, Status};
-use crate::selector::Labels;
+use crate::config::selector::Labels;
 
 /// Why a webhook was not called.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::config::manifest::LabelSelector;
+use super::manifest::LabelSelector;
 
 /// A compiled, validated label selector.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

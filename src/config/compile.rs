@@ -16,8 +16,8 @@ use base64::Engine as _;
 use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::{defaults, validate, ConfigError, Problem, Severity};
-use crate::review::{Operation, ReviewVersion};
 use crate::config::selector::{Labels, Selector};
+use crate::review::{Operation, ReviewVersion};
 use crate::upstream::{Client, Clients};
 
 /// Annotation on a configuration object choosing how its webhooks are run.

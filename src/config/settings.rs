@@ -153,4 +153,36 @@ mod tests {
         let findings = config("deadlineMargin: 31s").settings().unwrap_err();
         assert!(findings[0].message.contains("at most 30s"), "{}", findings[0].message);
     }
+
+    /// Loads `files` (name, text) through the real loader.
+    fn load(files: &[(&str, &str)]) -> Result<crate::config::Snapshot, crate::config::ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        crate::config::compile::load(&[dir.path().to_path_buf()], &crate::upstream::Clients::default(), 1)
+    }
+
+    const GATEWAY: &str =
+        "apiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata: {name: g}\n";
+
+    #[test]
+    fn the_settings_travel_with_the_fleet_and_are_refused_whole_when_wrong() {
+        let snapshot = load(&[("gateway.yaml", &format!("{GATEWAY}auditPatchAnnotations: true\n"))]).unwrap();
+        assert!(snapshot.settings.audit_patch_annotations);
+        assert_eq!(load(&[]).unwrap().settings, Settings::default());
+
+        let error =
+            load(&[("gateway.yaml", &format!("{GATEWAY}auditPatchAnotations: true\ndeadlineMargn: 1s\n"))])
+                .unwrap_err();
+        let messages: Vec<String> = error.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 2, "{messages:#?}");
+        assert!(messages[0].ends_with(r#"GatewayConfig "g": auditPatchAnotations: unknown field "auditPatchAnotations" (did you mean "auditPatchAnnotations"?)"#), "{messages:#?}");
+        assert!(messages[1].contains(r#"(did you mean "deadlineMargin"?)"#), "{messages:#?}");
+
+        let error =
+            load(&[("a.yaml", GATEWAY), ("b.yaml", &GATEWAY.replace("name: g", "name: h"))]).unwrap_err();
+        assert_eq!(error.errors(), 1);
+        assert!(error.problems[0].message.contains("only one GatewayConfig"), "{:?}", error.problems);
+    }
 }

@@ -8,10 +8,10 @@ use std::fmt;
 use super::object::ObjectState;
 use super::verdict;
 use crate::config::compile::{Hook, RuleRequest};
+use crate::config::selector::Labels;
 use crate::config::Snapshot;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, Status};
-use crate::config::selector::Labels;
 
 /// Why a webhook was not called.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::patch::{ApplyError, Patch};
 use crate::config::selector::Labels;
+use crate::patch::{ApplyError, Patch};
 
 /// The request's `object` (current) with what is needed to answer with one combined patch,
 /// and the labels object selectors look at, found once rather than once per webhook.

@@ -62,11 +62,53 @@ impl Running {
     }
 }
 
-/// Loads the configuration (refusing to start on any error) and starts the listeners and the
-/// reload task.
+/// Starts the admin listener (`/readyz` answers 503 until the configuration is served), loads
+/// the configuration (refusing to start on any error), then starts the admission listener and
+/// the reload task. The admission endpoints never answer from an unloaded configuration.
 pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
+    let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
+    let metrics = Arc::new(Metrics::default());
+    let state = Arc::new(State {
+        live: live.clone(),
+        metrics: metrics.clone(),
+        ready: AtomicBool::new(false),
+        explained: options.explained,
+    });
+    let (shutdown, stop) = watch::channel(false);
+    let admin_listener = server::bind(options.metrics_listen).await?;
+    let metrics_address = admin_listener.local_addr()?;
+    let admin =
+        tokio::spawn(server::serve(admin_listener, None, state.clone(), Listener::Admin, stop.clone()));
+    tracing::info!(%metrics_address, "admin listener up, loading the configuration");
+    let mut running = Running {
+        address: metrics_address,
+        metrics_address,
+        shutdown,
+        servers: vec![admin],
+        background: Vec::new(),
+    };
+    match serve_admission(&options.paths, options.listen, options.tls.as_ref(), &state, stop, &mut running)
+        .await
+    {
+        Ok(()) => Ok(running),
+        Err(error) => {
+            running.shutdown().await;
+            Err(error)
+        }
+    }
+}
+
+/// The second half of [`start`]: configuration, TLS, the admission listener, the reload task.
+async fn serve_admission(
+    paths: &[PathBuf],
+    listen: SocketAddr,
+    tls_files: Option<&(PathBuf, PathBuf)>,
+    state: &Arc<State>,
+    stop: watch::Receiver<bool>,
+    running: &mut Running,
+) -> anyhow::Result<()> {
     let clients = Arc::new(Clients::default());
-    let snapshot = load_snapshot(&options.paths, &clients, 1).await?;
+    let snapshot = load_snapshot(paths, &clients, 1).await?;
     for warning in &snapshot.warnings {
         tracing::warn!("{warning}");
     }
@@ -76,43 +118,39 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         namespaces = snapshot.namespaces.len(),
         "configuration loaded"
     );
-    let live = Arc::new(ArcSwap::from_pointee(snapshot));
-    let metrics = Arc::new(Metrics::default());
-    let mut background = Vec::new();
-
-    let tls = match &options.tls {
+    state.live.store(Arc::new(snapshot));
+    let tls = match tls_files {
         Some((cert, key)) => {
             let resolver = Arc::new(tls::ReloadingCert::load(cert, key)?);
-            background.push(tokio::spawn(resolver.clone().watch()));
+            running.background.push(tokio::spawn(resolver.clone().watch()));
             Some(Arc::new(tls::server_config(resolver)?))
         }
         None => None,
     };
-    let state = Arc::new(State {
-        live: live.clone(),
-        metrics: metrics.clone(),
-        ready: AtomicBool::new(false),
-        explained: options.explained,
-    });
-    let listener = server::bind(options.listen).await?;
-    let admin_listener = server::bind(options.metrics_listen).await?;
-    let address = listener.local_addr()?;
-    let metrics_address = admin_listener.local_addr()?;
-    let (shutdown, stop) = watch::channel(false);
-    let servers = vec![
-        tokio::spawn(server::serve(listener, tls, state.clone(), Listener::Admission, stop.clone())),
-        tokio::spawn(server::serve(admin_listener, None, state.clone(), Listener::Admin, stop)),
-    ];
-    let reload_metrics = metrics.clone();
-    background.push(tokio::spawn(reload::watch(options.paths, clients, live.clone(), move |result| {
-        match result {
-            Reloaded::Swapped => reload_metrics.reload_successes.fetch_add(1, Ordering::Relaxed),
-            Reloaded::Refused => reload_metrics.reload_failures.fetch_add(1, Ordering::Relaxed),
-        };
-    })));
+    let listener = server::bind(listen).await?;
+    running.address = listener.local_addr()?;
+    running.servers.push(tokio::spawn(server::serve(
+        listener,
+        tls,
+        state.clone(),
+        Listener::Admission,
+        stop,
+    )));
+    let metrics = state.metrics.clone();
+    running.background.push(tokio::spawn(reload::watch(
+        paths.to_vec(),
+        clients,
+        state.live.clone(),
+        move |result| {
+            match result {
+                Reloaded::Swapped => metrics.reload_successes.fetch_add(1, Ordering::Relaxed),
+                Reloaded::Refused => metrics.reload_failures.fetch_add(1, Ordering::Relaxed),
+            };
+        },
+    )));
     state.ready.store(true, Ordering::SeqCst);
-    tracing::info!(%address, %metrics_address, tls = options.tls.is_some(), "serving");
-    Ok(Running { address, metrics_address, shutdown, servers, background })
+    tracing::info!(address = %running.address, metrics_address = %running.metrics_address, tls = tls_files.is_some(), "serving");
+    Ok(())
 }
 
 /// Loads and compiles the configuration off the runtime's threads.

@@ -240,7 +240,8 @@ impl Snapshot {
     }
 
     /// An empty fleet: every review is allowed unchanged.
-    #[cfg(test)]
+    /// No webhooks: what is served before the first configuration loads (nothing, as
+    /// `/readyz` says 503 and the admission listener is not up yet).
     pub(crate) fn empty() -> Self {
         Self {
             generation: 0,

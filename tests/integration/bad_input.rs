@@ -52,6 +52,11 @@ async fn an_oversized_body_sent_in_full_still_gets_its_413() {
     for attempt in 0..5 {
         let (status, body) = gateway.post("/validate", oversized.to_string()).await;
         assert_eq!(status, 413, "attempt {attempt}: {body}");
+        assert_eq!(
+            body,
+            format!("request body is larger than {MAX_REVIEW_BYTES} bytes"),
+            "the reason, as text"
+        );
     }
 }
 

@@ -10,5 +10,6 @@ mod cli_contract;
 mod failure_policy;
 mod matching;
 mod mutating;
+mod readiness;
 mod reload_and_tls;
 mod validating;

@@ -1,34 +1,15 @@
 //! The real binary: `check`, `review` and `serve`.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use serde_json::{json, Value};
 
+use crate::support::binary::{run, Served};
 use crate::support::fixtures::{self, POD_CREATE};
 use crate::support::gateway::send;
 use crate::support::{http_client, mutating, validating, webhook, Fleet, MockWebhook};
-
-const BINARY: &str = env!("CARGO_BIN_EXE_admission-gateway");
-
-/// Runs the binary to completion off the runtime's threads (the mocks keep serving).
-async fn run(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        Command::new(BINARY)
-            .args(&args)
-            .env("RUST_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("the binary runs")
-    })
-    .await
-    .unwrap()
-}
 
 fn write_fleet(dir: &Path, fleet: &Fleet) -> String {
     let path = dir.join("fleet.yaml");
@@ -53,7 +34,7 @@ async fn check_accepts_a_valid_configuration() {
         .namespace("team-a", &[("env", "prod")]),
     );
 
-    let output = run(vec!["check".into(), "--config".into(), config]).await;
+    let output = run(&["check", "--config", &config]).await;
 
     assert!(output.status.success(), "{}", text(&output.stdout));
     assert!(
@@ -80,7 +61,7 @@ async fn check_names_file_object_webhook_and_field_of_every_problem() {
         )]),
     );
 
-    let output = run(vec!["check".into(), "--config".into(), config.clone()]).await;
+    let output = run(&["check", "--config", &config]).await;
 
     assert!(!output.status.success());
     let stdout = text(&output.stdout);
@@ -135,9 +116,7 @@ async fn review_prints_the_trace_and_the_response() {
     );
     let fixture = fixtures::path(POD_CREATE).display().to_string();
 
-    let output =
-        run(vec!["review".into(), "--config".into(), config, "--stage".into(), "admit".into(), fixture])
-            .await;
+    let output = run(&["review", "--config", &config, "--stage", "admit", &fixture]).await;
 
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
@@ -173,59 +152,25 @@ async fn review_prints_the_trace_and_the_response() {
     assert_eq!((label.calls(), check.calls(), skipped.calls()), (1, 1, 0));
 }
 
-/// Kills the child process it holds when dropped, so a failed assertion leaves nothing behind.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The `address=` of the "serving" log line, waiting for it at most `within`.
-fn serving_address(lines: &mpsc::Receiver<String>, within: Duration) -> Option<String> {
-    let deadline = std::time::Instant::now() + within;
-    loop {
-        let left = deadline.checked_duration_since(std::time::Instant::now())?;
-        let line = lines.recv_timeout(left).ok()?;
-        if !line.contains("serving") {
-            continue;
-        }
-        if let Some(address) = line.split_whitespace().find_map(|field| field.strip_prefix("address=")) {
-            return Some(address.to_owned());
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_a_review_over_plain_http() {
     let deny = MockWebhook::denying("served by the binary").spawn().await;
     let dir = tempfile::tempdir().unwrap();
     let config =
         write_fleet(dir.path(), &Fleet::of([validating("fleet", [webhook("deny.example.com", &deny)])]));
-    let mut child = Command::new(BINARY)
-        .args(["serve", "--config", &config, "--insecure-http"])
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let stderr = child.stderr.take().unwrap();
-    let server = Running(child);
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
+    let server = Served::start(&[
+        "serve",
+        "--config",
+        &config,
+        "--insecure-http",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
 
-    let address = tokio::task::spawn_blocking(move || serving_address(&received, Duration::from_secs(10)))
-        .await
-        .unwrap()
-        .expect("a \"serving\" line with address= within 10 s");
+    let address =
+        server.logged("serving", "address=").await.expect("a \"serving\" line with address= within 10 s");
     let request = http::Request::post(format!("http://{address}/validate"))
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(fixtures::review(POD_CREATE).to_string())))
@@ -257,7 +202,7 @@ async fn review_traces_webhooks_skipped_by_their_rules() {
     );
     let fixture = fixtures::path(POD_CREATE).display().to_string();
 
-    let output = run(vec!["review".into(), "--config".into(), config, fixture]).await;
+    let output = run(&["review", "--config", &config, &fixture]).await;
 
     let stdout = text(&output.stdout);
     assert!(stdout.contains("skip checks/secrets.example.com: no rule matches"), "{stdout}");

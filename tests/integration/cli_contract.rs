@@ -3,24 +3,13 @@
 //! `--config` taking several values, names as listen addresses.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::support::binary::{run, Served};
 use crate::support::fixtures::{self, POD_CREATE};
 use crate::support::{mutating, validating, webhook, Fleet, MockWebhook};
-
-const BINARY: &str = env!("CARGO_BIN_EXE_admission-gateway");
-
-async fn run(args: &[&str]) -> Output {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(BINARY).args(&args).env("RUST_LOG", "warn").env("NO_COLOR", "1").output().unwrap()
-    })
-    .await
-    .unwrap()
-}
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -186,30 +175,22 @@ async fn serve_listens_on_a_name() {
         "fleet.yaml",
         &Fleet::of([validating("v", [webhook("a.example.com", &allow)])]).yaml(),
     );
-    let mut child = Command::new(BINARY)
-        .args([
-            "serve",
-            "--config",
-            &config,
-            "--insecure-http",
-            "--listen",
-            "localhost:0",
-            "--metrics-listen",
-            "localhost:0",
-        ])
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Started: it stays up (a bad address would exit at once with code 2).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let still_running = child.try_wait().unwrap().is_none();
-    let _ = child.kill();
-    let output = child.wait_with_output().unwrap();
-    assert!(still_running, "serve exited: {}", text(&output.stderr));
-    assert!(text(&output.stderr).contains("serving"), "{}", text(&output.stderr));
+    let mut served = Served::start(&[
+        "serve",
+        "--config",
+        &config,
+        "--insecure-http",
+        "--listen",
+        "localhost:0",
+        "--metrics-listen",
+        "localhost:0",
+    ]);
+
+    let address = served.logged("serving", "address=").await;
+    assert!(served.is_running(), "a name is a valid listen address");
+    let address = address.expect("serving");
+    assert!(address.starts_with("127.0.0.1:") || address.starts_with("[::1]:"), "{address}");
+    tokio::time::sleep(Duration::from_millis(1)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! What every scenario is built from: a throwaway PKI, the shared review fixtures, real HTTPS
 //! mock webhooks ([`MockWebhook`]) and the real gateway started in process ([`TestGateway`]).
 
+pub mod binary;
 pub mod gateway;
 pub mod mock_webhook;
 

@@ -24,6 +24,7 @@ pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub(crate) mod go;
 pub mod patch;
 pub mod pipeline;
 pub mod review;

@@ -5,6 +5,7 @@
 mod support;
 
 mod bad_input;
+mod ca_bundle;
 mod cli;
 mod failure_policy;
 mod matching;

@@ -31,10 +31,14 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::{self, Write as _};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::go::json_errors;
+use crate::go::json_marshal;
+use crate::go::strconv::atoi;
+pub(crate) use crate::go::strconv::AtoiError;
 
 #[cfg(test)]
 mod tests;
@@ -134,20 +138,6 @@ pub(crate) enum TargetError {
     NotArrayIndex { key: String, cause: AtoiError },
 }
 
-/// Go's `strconv.Atoi` error, e.g. `strconv.Atoi: parsing "x": invalid syntax`.
-#[derive(Debug, thiserror::Error)]
-pub(crate) struct AtoiError {
-    text: String,
-    out_of_range: bool,
-}
-
-impl fmt::Display for AtoiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let problem = if self.out_of_range { "value out of range" } else { "invalid syntax" };
-        write!(f, "strconv.Atoi: parsing {}: {problem}", go_quote(&self.text))
-    }
-}
-
 impl Patch {
     /// Decodes a JSON array of operation objects, as Go's `jsonpatch.DecodePatch`.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
@@ -162,6 +152,7 @@ impl Patch {
         self.operations.is_empty()
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.operations.len()
     }
@@ -169,7 +160,7 @@ impl Patch {
     /// Applies the operations in order, in place. On error the document may be partly patched.
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         if !(doc.is_object() || doc.is_array()) {
-            return Err(ApplyError::DocumentNotContainer(go_kind_of(doc)));
+            return Err(ApplyError::DocumentNotContainer(json_errors::kind_of(doc)));
         }
         for operation in &self.operations {
             let Some(operation) = operation else {
@@ -207,9 +198,9 @@ impl Patch {
                 if j > 0 {
                     out.push(',');
                 }
-                push_go_json_string(&mut out, key);
+                json_marshal::push_string(&mut out, key);
                 out.push(':');
-                push_go_compact(&mut out, value.get());
+                json_marshal::push_compact(&mut out, value.get());
             }
             out.push('}');
         }
@@ -340,7 +331,7 @@ fn pointer(operation: &Operation, op: &'static str, field: &'static str) -> Resu
         None if field == "path" => Err(FieldError::MissingPath),
         None => Err(FieldError::MissingFrom),
         Some(raw) if !raw.get().starts_with('"') => {
-            Err(FieldError::NotString(go_kind(raw.get().as_bytes().first().copied())))
+            Err(FieldError::NotString(json_errors::kind(raw.get().as_bytes().first().copied())))
         }
         Some(raw) => serde_json::from_str(raw.get()).map_err(FieldError::Unsupported),
     };
@@ -470,391 +461,21 @@ fn resolve_index(index: i64, bound: usize) -> Result<usize, TargetError> {
     usize::try_from(resolved).map_err(|_| TargetError::InvalidIndex(index))
 }
 
-/// Go's `strconv.Atoi` on 64-bit: optional sign, ASCII digits only, `i64` range.
-fn atoi(text: &str) -> Result<i64, AtoiError> {
-    let error = |out_of_range| AtoiError { text: text.to_owned(), out_of_range };
-    let (negative, digits) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return Err(error(false));
-    }
-    let mut magnitude: u64 = 0;
-    for byte in digits.bytes() {
-        if !byte.is_ascii_digit() {
-            return Err(error(false));
-        }
-        magnitude = magnitude
-            .checked_mul(10)
-            .and_then(|m| m.checked_add(u64::from(byte - b'0')))
-            .ok_or_else(|| error(true))?;
-    }
-    if negative {
-        0i64.checked_sub_unsigned(magnitude).ok_or_else(|| error(true))
-    } else {
-        i64::try_from(magnitude).map_err(|_| error(true))
-    }
-}
-
-// ---- Go's encoding/json, where its texts show ------------------------------------------------
-
-/// The name Go's decoder gives a JSON value's kind, from its first byte.
-fn go_kind(first: Option<u8>) -> &'static str {
-    match first {
-        Some(b'{') => "object",
-        Some(b'[') => "array",
-        Some(b'"') => "string",
-        Some(b't' | b'f') => "bool",
-        Some(b'n') => "null",
-        _ => "number",
-    }
-}
-
-fn go_kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Turns `serde_json`'s refusal into the error Go's `json.Unmarshal` gives: syntax errors first
 /// (Go checks the whole input before decoding), then the first type error.
 fn explain_decode_error(bytes: &[u8], error: serde_json::Error) -> DecodeError {
-    if let Err(message) = go_check_valid(bytes) {
+    if let Err(message) = json_errors::check_valid(bytes) {
         return DecodeError::Syntax(message);
     }
     let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first != Some(b'[') {
-        return DecodeError::Type { found: go_kind(first), target: "jsonpatch.Patch" };
+        return DecodeError::Type { found: json_errors::kind(first), target: "jsonpatch.Patch" };
     }
     if let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(bytes) {
         let mut firsts = elements.iter().map(|element| element.get().as_bytes().first().copied());
         if let Some(first) = firsts.find(|first| !matches!(first, Some(b'{' | b'n'))) {
-            return DecodeError::Type { found: go_kind(first), target: "jsonpatch.Operation" };
+            return DecodeError::Type { found: json_errors::kind(first), target: "jsonpatch.Operation" };
         }
     }
     DecodeError::Unsupported(error)
-}
-
-/// Go's `encoding/json` `checkValid` (its scanner), for its syntax error texts.
-fn go_check_valid(bytes: &[u8]) -> Result<(), String> {
-    let mut scanner = GoScanner { state: ScanState::BeginValue, stack: Vec::new(), end_top: false };
-    for &byte in bytes {
-        scanner.step(byte)?;
-    }
-    // Go's `scanner.eof`: a trailing space completes a number or a literal.
-    if !scanner.end_top {
-        scanner.step(b' ')?;
-    }
-    if scanner.end_top {
-        Ok(())
-    } else {
-        Err("unexpected end of JSON input".into())
-    }
-}
-
-/// Go's scanner nesting limit.
-const GO_MAX_NESTING_DEPTH: usize = 10_000;
-
-struct GoScanner {
-    state: ScanState,
-    stack: Vec<Nesting>,
-    end_top: bool,
-}
-
-#[derive(Clone, Copy)]
-enum Nesting {
-    ObjectKey,
-    ObjectValue,
-    ArrayValue,
-}
-
-/// The states of Go's scanner that matter for validation, named after its `stateXxx` functions.
-#[derive(Clone, Copy)]
-enum ScanState {
-    BeginValueOrEmpty,
-    BeginValue,
-    BeginStringOrEmpty,
-    BeginString,
-    EndValue,
-    EndTop,
-    InString,
-    InStringEsc,
-    /// Inside `\u`, with this many hex digits read.
-    InStringEscU(u8),
-    Neg,
-    One,
-    Zero,
-    Dot,
-    Dot0,
-    E,
-    ESign,
-    E0,
-    /// Inside `true`, `false` or `null`, expecting the byte at this position.
-    Literal(&'static str, usize),
-}
-
-impl GoScanner {
-    fn step(&mut self, c: u8) -> Result<(), String> {
-        let space = matches!(c, b' ' | b'\t' | b'\r' | b'\n');
-        // Several Go states hand the byte on to another state; those `continue`.
-        loop {
-            self.state = match self.state {
-                ScanState::BeginValueOrEmpty | ScanState::BeginValue if space => return Ok(()),
-                ScanState::BeginValueOrEmpty if c == b']' => {
-                    self.state = ScanState::EndValue;
-                    continue;
-                }
-                ScanState::BeginValueOrEmpty | ScanState::BeginValue => match c {
-                    b'{' => self.push(c, Nesting::ObjectKey, ScanState::BeginStringOrEmpty)?,
-                    b'[' => self.push(c, Nesting::ArrayValue, ScanState::BeginValueOrEmpty)?,
-                    b'"' => ScanState::InString,
-                    b'-' => ScanState::Neg,
-                    b'0' => ScanState::Zero,
-                    b'1'..=b'9' => ScanState::One,
-                    b't' => ScanState::Literal("true", 1),
-                    b'f' => ScanState::Literal("false", 1),
-                    b'n' => ScanState::Literal("null", 1),
-                    _ => return Err(go_syntax_error(c, "looking for beginning of value")),
-                },
-                ScanState::BeginStringOrEmpty | ScanState::BeginString if space => return Ok(()),
-                ScanState::BeginStringOrEmpty if c == b'}' => {
-                    if let Some(top) = self.stack.last_mut() {
-                        *top = Nesting::ObjectValue;
-                    }
-                    self.state = ScanState::EndValue;
-                    continue;
-                }
-                ScanState::BeginStringOrEmpty | ScanState::BeginString => match c {
-                    b'"' => ScanState::InString,
-                    _ => return Err(go_syntax_error(c, "looking for beginning of object key string")),
-                },
-                ScanState::EndValue => {
-                    let Some(top) = self.stack.last_mut() else {
-                        self.end_top = true;
-                        self.state = ScanState::EndTop;
-                        continue;
-                    };
-                    match (*top, c) {
-                        _ if space => return Ok(()),
-                        (Nesting::ObjectKey, b':') => {
-                            *top = Nesting::ObjectValue;
-                            ScanState::BeginValue
-                        }
-                        (Nesting::ObjectKey, _) => return Err(go_syntax_error(c, "after object key")),
-                        (Nesting::ObjectValue, b',') => {
-                            *top = Nesting::ObjectKey;
-                            ScanState::BeginString
-                        }
-                        (Nesting::ObjectValue, b'}') | (Nesting::ArrayValue, b']') => self.pop(),
-                        (Nesting::ObjectValue, _) => {
-                            return Err(go_syntax_error(c, "after object key:value pair"))
-                        }
-                        (Nesting::ArrayValue, b',') => ScanState::BeginValue,
-                        (Nesting::ArrayValue, _) => return Err(go_syntax_error(c, "after array element")),
-                    }
-                }
-                ScanState::EndTop if space => ScanState::EndTop,
-                ScanState::EndTop => return Err(go_syntax_error(c, "after top-level value")),
-                ScanState::InString => match c {
-                    b'"' => ScanState::EndValue,
-                    b'\\' => ScanState::InStringEsc,
-                    0..=0x1f => return Err(go_syntax_error(c, "in string literal")),
-                    _ => ScanState::InString,
-                },
-                ScanState::InStringEsc => match c {
-                    b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => ScanState::InString,
-                    b'u' => ScanState::InStringEscU(0),
-                    _ => return Err(go_syntax_error(c, "in string escape code")),
-                },
-                ScanState::InStringEscU(read) if c.is_ascii_hexdigit() => match read {
-                    3 => ScanState::InString,
-                    _ => ScanState::InStringEscU(read + 1),
-                },
-                ScanState::InStringEscU(_) => {
-                    return Err(go_syntax_error(c, "in \\u hexadecimal character escape"))
-                }
-                ScanState::Neg => match c {
-                    b'0' => ScanState::Zero,
-                    b'1'..=b'9' => ScanState::One,
-                    _ => return Err(go_syntax_error(c, "in numeric literal")),
-                },
-                ScanState::One if c.is_ascii_digit() => ScanState::One,
-                ScanState::One | ScanState::Zero => match c {
-                    b'.' => ScanState::Dot,
-                    b'e' | b'E' => ScanState::E,
-                    _ => {
-                        self.state = ScanState::EndValue;
-                        continue;
-                    }
-                },
-                ScanState::Dot if c.is_ascii_digit() => ScanState::Dot0,
-                ScanState::Dot => return Err(go_syntax_error(c, "after decimal point in numeric literal")),
-                ScanState::Dot0 if c.is_ascii_digit() => ScanState::Dot0,
-                ScanState::Dot0 if c == b'e' || c == b'E' => ScanState::E,
-                ScanState::E if c == b'+' || c == b'-' => ScanState::ESign,
-                ScanState::E | ScanState::ESign if c.is_ascii_digit() => ScanState::E0,
-                ScanState::E | ScanState::ESign => {
-                    return Err(go_syntax_error(c, "in exponent of numeric literal"))
-                }
-                ScanState::E0 if c.is_ascii_digit() => ScanState::E0,
-                ScanState::Dot0 | ScanState::E0 => {
-                    self.state = ScanState::EndValue;
-                    continue;
-                }
-                ScanState::Literal(word, at) => {
-                    let expected = word.as_bytes().get(at).copied().unwrap_or(b' ');
-                    if c != expected {
-                        let context = format!("in literal {word} (expecting {})", go_quote_char(expected));
-                        return Err(go_syntax_error(c, &context));
-                    }
-                    if at + 1 == word.len() {
-                        ScanState::EndValue
-                    } else {
-                        ScanState::Literal(word, at + 1)
-                    }
-                }
-            };
-            return Ok(());
-        }
-    }
-
-    fn push(&mut self, c: u8, nesting: Nesting, next: ScanState) -> Result<ScanState, String> {
-        self.stack.push(nesting);
-        if self.stack.len() > GO_MAX_NESTING_DEPTH {
-            return Err(go_syntax_error(c, "exceeded max depth"));
-        }
-        Ok(next)
-    }
-
-    fn pop(&mut self) -> ScanState {
-        self.stack.pop();
-        if self.stack.is_empty() {
-            self.end_top = true;
-            ScanState::EndTop
-        } else {
-            ScanState::EndValue
-        }
-    }
-}
-
-fn go_syntax_error(c: u8, context: &str) -> String {
-    format!("invalid character {} {context}", go_quote_char(c))
-}
-
-/// Go's `quoteChar`: a byte, read as a Latin-1 rune, in single quotes with `strconv.Quote`'s escapes.
-fn go_quote_char(c: u8) -> String {
-    match c {
-        b'\'' => r"'\''".into(),
-        b'"' => r#"'"'"#.into(),
-        _ => {
-            let mut out = String::from("'");
-            push_go_quoted_char(&mut out, char::from(c));
-            out.push('\'');
-            out
-        }
-    }
-}
-
-/// Go's `strconv.Quote`.
-fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        push_go_quoted_char(&mut out, c);
-    }
-    out.push('"');
-    out
-}
-
-fn push_go_quoted_char(out: &mut String, c: char) {
-    let _ = match c {
-        '"' | '\\' => write!(out, "\\{c}"),
-        '\u{7}' => write!(out, "\\a"),
-        '\u{8}' => write!(out, "\\b"),
-        '\u{c}' => write!(out, "\\f"),
-        '\n' => write!(out, "\\n"),
-        '\r' => write!(out, "\\r"),
-        '\t' => write!(out, "\\t"),
-        '\u{b}' => write!(out, "\\v"),
-        '\0'..='\u{1f}' | '\u{7f}' => write!(out, "\\x{:02x}", u32::from(c)),
-        c if go_is_print(c) => write!(out, "{c}"),
-        '\u{80}'..='\u{ffff}' => write!(out, "\\u{:04x}", u32::from(c)),
-        _ => write!(out, "\\U{:08x}", u32::from(c)),
-    };
-}
-
-/// Go's `unicode.IsPrint`, exact for Latin-1; beyond it, control, separator, common format and
-/// private-use characters count as unprintable (Go's tables also exclude unassigned ones).
-fn go_is_print(c: char) -> bool {
-    let format_or_private = matches!(
-        c,
-        '\u{ad}'
-            | '\u{600}'..='\u{605}'
-            | '\u{61c}'
-            | '\u{6dd}'
-            | '\u{70f}'
-            | '\u{180e}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
-            | '\u{feff}'
-            | '\u{fff9}'..='\u{fffb}'
-            | '\u{e000}'..='\u{f8ff}'
-            | '\u{e0001}'
-            | '\u{e0020}'..='\u{e007f}'
-            | '\u{f0000}'..
-    );
-    !(c.is_control() || (c.is_whitespace() && c != ' ') || format_or_private)
-}
-
-/// A JSON string as Go's `json.Marshal` writes it (HTML-safe).
-fn push_go_json_string(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        let _ = match c {
-            '"' | '\\' => write!(out, "\\{c}"),
-            '\u{8}' => write!(out, "\\b"),
-            '\u{c}' => write!(out, "\\f"),
-            '\n' => write!(out, "\\n"),
-            '\r' => write!(out, "\\r"),
-            '\t' => write!(out, "\\t"),
-            '\0'..='\u{1f}' | '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                write!(out, "\\u{:04x}", u32::from(c))
-            }
-            c => write!(out, "{c}"),
-        };
-    }
-    out.push('"');
-}
-
-/// Valid JSON text as Go's `json.Marshal` writes a `json.RawMessage`: whitespace outside strings
-/// dropped, `<`, `>`, `&`, U+2028 and U+2029 escaped, everything else verbatim.
-fn push_go_compact(out: &mut String, json: &str) {
-    let (mut in_string, mut escaped) = (false, false);
-    for c in json.chars() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
-            continue;
-        }
-        let _ = match c {
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => write!(out, "\\u{:04x}", u32::from(c)),
-            c => write!(out, "{c}"),
-        };
-    }
 }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use base64::Engine as _;
 
 use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
@@ -465,12 +464,10 @@ fn compile_hook(
     let client = if url.is_empty() {
         Err("webhook configuration must have either service or URL".to_owned())
     } else {
-        let ca_bundle = client_config
-            .ca_bundle
-            .as_deref()
-            .filter(|b| !b.is_empty())
-            .map(|b| base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default());
-        clients.client(ca_bundle.as_deref())
+        // Decoded as validation decoded it: a bundle that is not one (refused at load) fails
+        // the calls, never stands in as an empty bundle.
+        let ca_bundle = client_config.ca_bundle.as_deref().map(validate::ca_bundle::decode).transpose();
+        ca_bundle.and_then(|ca_bundle| clients.client(ca_bundle.flatten().as_deref()))
     };
     Hook {
         id,

@@ -1,8 +1,7 @@
 //! Received AdmissionReview bytes → [`IncomingReview`], or a [`DecodeError`] saying why not
 //! (the server answers those with 400; size is capped before this runs).
 
-use base64::Engine as _;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, ReviewVersion};
@@ -114,16 +113,9 @@ pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
     Ok(IncomingReview { version, request })
 }
 
-/// Deserializes Go's `[]byte` JSON encoding (standard base64) into bytes.
-pub(crate) fn base64_bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<u8>>, D::Error> {
-    let text: Option<String> = Option::deserialize(deserializer)?;
-    text.map(|text| {
-        base64::engine::general_purpose::STANDARD
-            .decode(text.as_bytes())
-            .map_err(|e| serde::de::Error::custom(format!("illegal base64 data: {e}")))
-    })
-    .transpose()
-}
+/// Deserializes Go's `[]byte` JSON encoding into bytes, as the API server decodes a webhook
+/// response's `patch`.
+pub(crate) use crate::go::base64::deserialize_option as base64_bytes;
 
 #[cfg(test)]
 mod tests {

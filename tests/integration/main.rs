@@ -5,6 +5,7 @@
 mod support;
 
 mod bad_input;
+mod ca_bundle;
 mod cli;
 mod cli_contract;
 mod failure_policy;

@@ -10,7 +10,7 @@ use super::super::manifest::{
     MatchCondition, Namespace, ObjectMeta, Webhook, WebhookConfiguration, WebhookKind,
 };
 use super::super::{Finding, Severity};
-use super::{configuration, go_url, namespace};
+use super::{configuration, namespace};
 
 use Severity::{Error as E, Warning as W};
 
@@ -20,6 +20,10 @@ fn ca_bundle() -> String {
     let der = STANDARD.encode([0x30, 0x03, 0x02, 0x01, 0x01]);
     STANDARD.encode(format!("-----BEGIN CERTIFICATE-----\n{der}\n-----END CERTIFICATE-----\n"))
 }
+
+/// A PEM bundle with a key and no certificate.
+const PRIVATE_KEY_PEM: &str =
+    "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n";
 
 /// A fully set, valid webhook, as defaulting leaves it.
 fn hook(name: &str, client_config: serde_json::Value) -> Webhook {
@@ -264,58 +268,41 @@ fn client_config() {
             &[("webhooks[0].clientConfig.caBundle", E, "Invalid value: \"<value omitted>\": illegal base64 data at input byte 3")]),
         ("caBundle without a certificate", |c| c.webhooks[0].client_config.ca_bundle = Some(STANDARD.encode("hello")),
             &[("webhooks[0].clientConfig.caBundle", E, "Invalid value: \"<value omitted>\": unable to load root certificates: unable to parse bytes as PEM block")]),
+        ("caBundle with PEM but no CERTIFICATE block", |c| c.webhooks[0].client_config.ca_bundle = Some(STANDARD.encode(PRIVATE_KEY_PEM)),
+            &[("webhooks[0].clientConfig.caBundle", E, "Invalid value: \"<value omitted>\": unable to load root certificates: unable to parse bytes as PEM block")]),
+        ("caBundle with bad padding after a line break", |c| c.webhooks[0].client_config.ca_bundle = Some("Zg=\n=A".into()),
+            &[("webhooks[0].clientConfig.caBundle", E, "Invalid value: \"<value omitted>\": illegal base64 data at input byte 5")]),
     ];
     check(cases);
 }
 
 #[test]
-fn go_url_parse_errors() {
-    let cases = [
-        (
-            "https://hooks.example.com:80:80/",
-            "parse \"https://hooks.example.com:80:80/\": invalid port \":80:80\" after host",
-        ),
-        (
-            "https://hooks.example.com:x/",
-            "parse \"https://hooks.example.com:x/\": invalid port \":x\" after host",
-        ),
-        ("://hooks.example.com", "parse \"://hooks.example.com\": missing protocol scheme"),
-        ("https://[fd00::1/", "parse \"https://[fd00::1/\": missing ']' in host"),
-        ("https://[hooks.example.com]/", "parse \"https://[hooks.example.com]/\": invalid IP-literal"),
-        ("https://%41.example.com/", "parse \"https://%41.example.com/\": invalid URL escape \"%41\""),
-        (
-            "https://hooks.example.com/%zz",
-            "parse \"https://hooks.example.com/%zz\": invalid URL escape \"%zz\"",
-        ),
-        (
-            "https://a b@hooks.example.com/",
-            "parse \"https://a b@hooks.example.com/\": net/url: invalid userinfo",
-        ),
-        (
-            "https://hooks.example.com/\n",
-            "parse \"https://hooks.example.com/\\n\": net/url: invalid control character in URL",
-        ),
-        ("a:b/c", ""),      // a scheme `a`, opaque: parses
-        ("hooks:8443", ""), // likewise
-        ("/a:b", ""),
-        ("a/b:c", ""),
-        ("b:c/d", ""),
-        ("1a:b/c", "parse \"1a:b/c\": first path segment in URL cannot contain colon"),
-        (
-            "https://hooks.example.com/#%zz",
-            "parse \"https://hooks.example.com/#%zz\": invalid URL escape \"%zz\"",
-        ),
-    ];
-    for (raw, expected) in cases {
-        let got = go_url::parse(raw).err().unwrap_or_default();
-        assert_eq!(got, expected, "{raw:?}");
+fn ca_bundle_is_decoded_as_go_decodes_it_and_must_hold_a_certificate() {
+    let pem = STANDARD.decode(ca_bundle()).expect("test bundle");
+    let encoded = STANDARD.encode(pem.repeat(3));
+    for line_break in ["\n", "\r\n"] {
+        // Wrapped as `base64 -w 76` and PEM do, with a trailing line break.
+        let lines: Vec<&str> =
+            encoded.as_bytes().chunks(76).map(|l| std::str::from_utf8(l).expect("base64 is ASCII")).collect();
+        let wrapped = lines.join(line_break) + line_break;
+        assert_eq!(super::ca_bundle::decode(&wrapped), Ok(Some(pem.repeat(3))), "{line_break:?}");
     }
-    let url = go_url::parse("HTTPS://us%40er@[fe80::1%25eth0]:8443/p?q#f%20g").expect("parses");
-    assert_eq!(
-        (url.scheme.as_str(), url.user.as_deref(), url.host.as_str()),
-        ("https", Some("us%40er"), "[fe80::1%eth0]:8443")
-    );
-    assert_eq!((url.raw_query.as_str(), url.fragment.as_str()), ("q", "f g"));
+    assert_eq!(super::ca_bundle::decode(""), Ok(None), "empty: the system's roots");
+    assert_eq!(super::ca_bundle::decode("\r\n"), Ok(None), "empty once decoded");
+
+    const NO_PEM: &str = "unable to load root certificates: unable to parse bytes as PEM block";
+    let refused = [
+        ("abc*", "illegal base64 data at input byte 3"),
+        ("Zg=", "illegal base64 data at input byte 3"),
+        ("\nZg\n==\nZg==", "illegal base64 data at input byte 7"),
+        (&STANDARD.encode("hello"), NO_PEM),
+        (&STANDARD.encode(PRIVATE_KEY_PEM), NO_PEM),
+        (&STANDARD.encode("-----BEGIN CERTIFICATE-----\nAgEB\n-----END CERTIFICATE-----\n"), NO_PEM),
+    ];
+    for (encoded, want) in refused {
+        let detail = super::ca_bundle::decode(encoded).unwrap_err();
+        assert!(detail.starts_with(want), "{encoded:?}: {detail}");
+    }
 }
 
 #[test]

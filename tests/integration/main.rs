@@ -10,4 +10,5 @@ mod failure_policy;
 mod matching;
 mod mutating;
 mod reload_and_tls;
+mod upstream_tls;
 mod validating;

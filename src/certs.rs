@@ -44,3 +44,27 @@ impl Ca {
         base64::engine::general_purpose::STANDARD.encode(self.cert_pem.as_bytes())
     }
 }
+
+impl Leaf {
+    /// The certificate as a manifest's `caBundle` value: a self-signed one trusts itself.
+    pub fn ca_bundle(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(self.cert_pem.as_bytes())
+    }
+}
+
+/// A self-signed certificate for `names`, `basicConstraints CA:TRUE` as `openssl req -x509`
+/// makes them by default: its own PEM is the `caBundle` that trusts it ([`Leaf::ca_bundle`]).
+/// `customize` may change anything else (validity, extended key usages…) before it is signed.
+pub fn self_signed(
+    names: &[&str],
+    customize: impl FnOnce(&mut CertificateParams),
+) -> Result<Leaf, rcgen::Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+    params.distinguished_name.push(DnType::CommonName, names.first().copied().unwrap_or("localhost"));
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    customize(&mut params);
+    let cert = params.self_signed(&key)?;
+    Ok(Leaf { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}

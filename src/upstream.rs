@@ -6,8 +6,10 @@
 //! connections survive both.
 
 pub(crate) mod error;
+mod verify;
+mod x509;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -68,27 +70,39 @@ impl Clients {
     }
 }
 
+/// A root pool: the trust anchors, and the certificates they were made of (for Go's rule on a
+/// server certificate that is itself in the pool, see `verify.rs`).
+#[derive(Clone)]
+struct Roots {
+    anchors: Arc<RootCertStore>,
+    certificates: Arc<HashSet<Vec<u8>>>,
+}
+
 fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
     let roots = match ca_bundle {
         // A CA bundle replaces the system trust store (§7.1).
         Some(pem) => {
-            let mut roots = RootCertStore::empty();
+            let mut anchors = RootCertStore::empty();
+            let mut certificates = HashSet::new();
             for cert in CertificateDer::pem_slice_iter(pem) {
                 let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-                roots.add(cert).map_err(|e| format!("unable to load root certificates: {e}"))?;
+                anchors.add(cert.clone()).map_err(|e| format!("unable to load root certificates: {e}"))?;
+                certificates.insert(cert.to_vec());
             }
-            if roots.is_empty() {
+            if anchors.is_empty() {
                 return Err("unable to load root certificates: no certificates found in caBundle".into());
             }
-            Arc::new(roots)
+            Roots { anchors: Arc::new(anchors), certificates: Arc::new(certificates) }
         }
         None => system_roots(),
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = verify::WebhookVerifier::new(roots.anchors, roots.certificates, provider.clone())?;
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     let mut http = HttpConnector::new();
     http.enforce_http(false);
@@ -109,14 +123,15 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
 }
 
 /// The system trust store, read once.
-fn system_roots() -> Arc<RootCertStore> {
-    static ROOTS: OnceLock<Arc<RootCertStore>> = OnceLock::new();
+fn system_roots() -> Roots {
+    static ROOTS: OnceLock<Roots> = OnceLock::new();
     ROOTS
         .get_or_init(|| {
-            let mut roots = RootCertStore::empty();
+            let mut anchors = RootCertStore::empty();
             let found = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(found.certs);
-            Arc::new(roots)
+            let certificates = found.certs.iter().map(|cert| cert.to_vec()).collect();
+            anchors.add_parsable_certificates(found.certs);
+            Roots { anchors: Arc::new(anchors), certificates: Arc::new(certificates) }
         })
         .clone()
 }
@@ -182,7 +197,7 @@ impl Client {
             .map_err(|e| transport(e.to_string()))?;
         let authority = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
         let response =
-            self.http.request(request).await.map_err(|e| transport(error::describe(&e, &authority)))?;
+            self.http.request(request).await.map_err(|e| error::request_failed(&e, url, &authority))?;
         let status = response.status();
         let content_type = response
             .headers()

@@ -2,7 +2,6 @@
 //! the API server decodes as Go's `base64.StdEncoding` does (line breaks skipped), and which
 //! must hold at least one PEM certificate.
 
-
 use crate::support::fixtures::{self, POD_CREATE};
 use crate::support::{ca, validating, webhook, webhook_at, Fleet, MockWebhook, TestGateway};
 

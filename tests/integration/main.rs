@@ -13,4 +13,5 @@ mod matching;
 mod mutating;
 mod readiness;
 mod reload_and_tls;
+mod upstream_tls;
 mod validating;

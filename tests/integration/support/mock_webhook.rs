@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use admission_gateway::certs::Leaf;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
@@ -103,9 +104,18 @@ impl MockWebhook {
 
     /// Starts listening on 127.0.0.1 (a free port).
     pub async fn spawn(self) -> Mock {
+        self.spawn_with_tls(super::server_tls(super::loopback_certificate(), &[b"http/1.1"])).await
+    }
+
+    /// Starts listening on 127.0.0.1, serving `leaf` instead of the shared loopback certificate.
+    pub async fn spawn_serving(self, leaf: &Leaf) -> Mock {
+        self.spawn_with_tls(super::server_tls(leaf, &[b"http/1.1"])).await
+    }
+
+    /// Starts listening on 127.0.0.1 with this TLS configuration.
+    pub async fn spawn_with_tls(self, tls: Arc<rustls::ServerConfig>) -> Mock {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("mock webhook listener");
         let port = listener.local_addr().expect("mock address").port();
-        let tls = super::server_tls(super::loopback_certificate(), &[b"http/1.1"]);
         let received = Arc::new(Mutex::new(Vec::new()));
         let accept_loop = tokio::spawn(accept(
             listener,

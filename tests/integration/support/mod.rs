@@ -57,6 +57,29 @@ pub fn server_tls(leaf: &Leaf, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     Arc::new(config)
 }
 
+/// A TLS server configuration presenting `certificate` but signing the handshake with the
+/// private key of `key`: a server that has a copy of a certificate, not its key.
+pub fn server_tls_with_foreign_key(
+    certificate: &Leaf,
+    key: &Leaf,
+    alpn: &[&[u8]],
+) -> Arc<rustls::ServerConfig> {
+    let chain = CertificateDer::pem_slice_iter(certificate.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .expect("certificate PEM");
+    let key = PrivateKeyDer::from_pem_slice(key.key_pem.as_bytes()).expect("key PEM");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let signing_key = provider.key_provider.load_private_key(key).expect("signing key");
+    let resolver = rustls::sign::SingleCertAndKey::from(rustls::sign::CertifiedKey::new(chain, signing_key));
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(resolver));
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
 /// A TLS client configuration that trusts only `ca`.
 pub fn client_tls(ca: &Ca) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();

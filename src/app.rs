@@ -38,6 +38,7 @@ pub fn main(cli: Cli) -> ExitCode {
             Command::Check(args) => return check(&args),
             Command::Review(args) => review(args).await,
             Command::Demo(args) => crate::demo::run(args).await,
+            Command::Registration(args) => return crate::registration::run(args),
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

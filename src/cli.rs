@@ -26,6 +26,8 @@ pub enum Command {
     Review(ReviewArgs),
     /// Start an example fleet with the gateway in front, send sample reviews, keep serving.
     Demo(DemoArgs),
+    /// Print the gateway's own Mutating/ValidatingWebhookConfiguration for the fleet.
+    Registration(crate::registration::RegistrationArgs),
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,7 @@
 //! - `selector`: label selectors. `trace`: the readable account of one review.
 //! - `server`: the HTTPS listener, routes, TLS reload, the metrics listener.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated test PKI.
+//! - `registration`: the gateway's own webhook configurations for a fleet.
 
 pub mod app;
 pub mod certs;
@@ -26,6 +27,7 @@ pub mod config;
 pub mod demo;
 pub mod patch;
 pub mod pipeline;
+pub mod registration;
 pub mod review;
 pub mod selector;
 pub mod server;

@@ -258,6 +258,15 @@ pub fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Result<Sna
     Ok(compile(objects, problems, clients, generation))
 }
 
+/// Reads, defaults and validates without compiling: the manifests as the API server would
+/// store them (Namespaces with their `kubernetes.io/metadata.name` label), and every problem.
+pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut objects = load::read_paths(paths, &mut problems);
+    check(&mut objects, &mut problems);
+    (objects, problems)
+}
+
 /// Defaults and validates every object, adding the problems found.
 fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
     let mut seen: HashMap<(WebhookKind, String), PathBuf> = HashMap::new();

@@ -1,5 +1,6 @@
 //! Integration tests: the real gateway, in process, on 127.0.0.1 with rcgen certificates, in
-//! front of real HTTPS mock webhooks; and the real binary for `check`, `review` and `serve`.
+//! front of real HTTPS mock webhooks; and the real binary for `check`, `review`, `serve` and
+//! `registration`.
 //! No network, no cluster. Every behaviour is the one dispatch-semantics.md describes.
 
 mod support;
@@ -9,5 +10,6 @@ mod cli;
 mod failure_policy;
 mod matching;
 mod mutating;
+mod registration;
 mod reload_and_tls;
 mod validating;

@@ -60,10 +60,24 @@ const ADMISSIONREGISTRATION_V1: &str = "admissionregistration.k8s.io/v1";
 /// The exit code of every failure, as clap's for bad flags.
 const EXIT_ERROR: u8 = 2;
 
+const AFTER_LONG_HELP: &str = "\
+Each phase with fleet webhooks gets one gateway webhook (a phase without is omitted):
+  rules:             the union of the phase's fleet rules (or */* with --all-resources),
+                     matchPolicy Equivalent
+  failurePolicy:     Fail if some fleet webhook of the phase has Fail (unset is Fail), else Ignore
+  timeoutSeconds:    validating, the largest fleet timeoutSeconds; mutating, the chain's sum,
+                     twice for IfNeeded webhooks a later one can reinvoke; plus the gateway's
+                     deadline margin (1s), rounded up, capped at 30 (a warning says when it cuts)
+  namespaceSelector: not the gateway's namespace, kube-system, kube-node-lease, nor namespaces
+                     labelled admission-gateway/ignore=true (a warning names each fleet webhook
+                     that would have been called there)
+YAML goes to stdout, notes and warnings to stderr. Exit status: 0, or 2 on any error.";
+
 /// Print the gateway's own MutatingWebhookConfiguration and ValidatingWebhookConfiguration for
 /// the fleet (YAML on stdout; notes and warnings on stderr; exit 2 on any error).
 #[derive(Debug, clap::Args)]
 #[command(group(ArgGroup::new("endpoint").required(true).args(["service", "url"])))]
+#[command(after_long_help = AFTER_LONG_HELP)]
 pub struct RegistrationArgs {
     /// A configuration file or directory (repeatable): the fleet, as `serve` reads it.
     #[arg(long = "config", required = true, value_name = "PATH")]

@@ -328,6 +328,16 @@ fn namespaces_needed(objects: &Objects, problems: &mut Vec<Problem>) {
     }
 }
 
+/// Reads, defaults and validates without compiling: the manifests as the API server would
+/// store them (Namespaces with their `kubernetes.io/metadata.name` label), and every problem.
+pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, super::Settings, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut objects = load::read_paths(paths, &mut problems);
+    check(&mut objects, &mut problems);
+    let settings = settings(&objects, &mut problems);
+    (objects, settings, problems)
+}
+
 /// Defaults and validates every object, adding the problems found.
 fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
     let mut seen: HashMap<(WebhookKind, String), PathBuf> = HashMap::new();

@@ -1,5 +1,6 @@
 //! Integration tests: the real gateway, in process, on 127.0.0.1 with rcgen certificates, in
-//! front of real HTTPS mock webhooks; and the real binary for `check`, `review` and `serve`.
+//! front of real HTTPS mock webhooks; and the real binary for `check`, `review`, `serve` and
+//! `registration`.
 //! No network, no cluster. Every behaviour is the one dispatch-semantics.md describes.
 
 mod support;
@@ -12,6 +13,7 @@ mod failure_policy;
 mod matching;
 mod mutating;
 mod readiness;
+mod registration;
 mod reload_and_tls;
 mod upstream_tls;
 mod validating;

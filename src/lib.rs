@@ -17,6 +17,9 @@
 //! go: Go-compatible parsers and texts, used by any layer; explain: the record a review can keep
 //! ```
 //!
+//! `§N` in a comment is a section of `docs/semantics.md`, the API server's dispatch semantics
+//! in our words, each section naming the upstream Kubernetes source it comes from.
+//!
 //! - `cli`: the command line and the commands (exit codes 0/1/2). `app`: the composition root.
 //! - `server`: listeners, TLS, routes, body limits, `/metrics`.
 //! - `review`: AdmissionReview wire types, decode and encode.

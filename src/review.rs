@@ -47,7 +47,7 @@ impl ReviewVersion {
     }
 }
 
-/// An admission operation. Reads never reach admission (dispatch-semantics §3.1).
+/// An admission operation. Reads never reach admission (docs/semantics.md §3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub(crate) enum Operation {
@@ -119,7 +119,7 @@ pub(crate) struct AdmissionRequest {
     pub(crate) options: Option<Box<RawValue>>,
 }
 
-/// The request sent to one downstream webhook (dispatch-semantics §6.2). Borrowed from the
+/// The request sent to one downstream webhook (docs/semantics.md §6.2). Borrowed from the
 /// received request, so building it copies nothing but the fresh uid.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,5 +1,5 @@
 //! Calls to downstream webhooks: pooled HTTPS clients, deadlines, and the strict response
-//! checks of kube-apiserver (dispatch-semantics §6–§8).
+//! checks of kube-apiserver (docs/semantics.md §6–§8).
 //!
 //! A [`Client`] exists once per distinct client configuration (CA bundle) and is shared by
 //! every webhook with that configuration and across configuration reloads, so kept-alive TLS

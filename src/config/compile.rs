@@ -14,9 +14,10 @@ use arc_swap::ArcSwap;
 
 use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
+use super::rules::{Rule, RuleIndex};
 use super::{defaults, validate, ConfigError, Problem, Severity};
 use crate::config::selector::{Labels, Selector};
-use crate::review::{Operation, ReviewVersion};
+use crate::review::ReviewVersion;
 use crate::upstream::{Client, Clients};
 
 /// Annotation on a configuration object choosing how its webhooks are run.
@@ -52,7 +53,7 @@ pub(crate) type LiveSnapshot = ArcSwap<Snapshot>;
 #[derive(Debug)]
 pub(crate) struct Hook {
     /// `<configuration>/<webhook>/<n>`, `n` counting earlier same-named webhooks of the
-    /// configuration (dispatch-semantics §2.3); reinvocation bookkeeping keys on it.
+    /// configuration (docs/semantics.md §2.3); reinvocation bookkeeping keys on it.
     pub(crate) id: String,
     pub(crate) configuration: String,
     pub(crate) name: String,
@@ -94,129 +95,6 @@ pub(crate) enum SideEffects {
 pub(crate) enum ReinvocationPolicy {
     Never,
     IfNeeded,
-}
-
-/// One compiled entry of `rules[]`.
-#[derive(Clone, Debug)]
-pub(crate) struct Rule {
-    operations: Vec<String>,
-    api_groups: Vec<String>,
-    api_versions: Vec<String>,
-    /// Each `resources` entry split at its first `/`: (resource, subresource).
-    resources: Vec<(String, String)>,
-    scope: Scope,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scope {
-    Any,
-    Cluster,
-    Namespaced,
-}
-
-/// What rule matching looks at in a request.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RuleRequest<'a> {
-    pub(crate) operation: Operation,
-    pub(crate) group: &'a str,
-    pub(crate) version: &'a str,
-    pub(crate) resource: &'a str,
-    pub(crate) subresource: &'a str,
-    pub(crate) namespace: &'a str,
-}
-
-impl Rule {
-    fn compile(rule: &super::manifest::RuleWithOperations) -> Self {
-        let resources = rule
-            .resources
-            .iter()
-            .map(|entry| match entry.split_once('/') {
-                Some((resource, subresource)) => (resource.to_owned(), subresource.to_owned()),
-                None => (entry.clone(), String::new()),
-            })
-            .collect();
-        let scope = match rule.scope.as_deref() {
-            Some("Cluster") => Scope::Cluster,
-            Some("Namespaced") => Scope::Namespaced,
-            _ => Scope::Any,
-        };
-        Self {
-            operations: rule.operations.clone(),
-            api_groups: rule.api_groups.clone(),
-            api_versions: rule.api_versions.clone(),
-            resources,
-            scope,
-        }
-    }
-
-    /// dispatch-semantics §4.1.
-    pub(crate) fn matches(&self, request: &RuleRequest<'_>) -> bool {
-        let listed = |values: &[String], wanted: &str| values.iter().any(|v| v == "*" || v == wanted);
-        self.scope_matches(request)
-            && listed(&self.operations, request.operation.as_str())
-            && listed(&self.api_groups, request.group)
-            && listed(&self.api_versions, request.version)
-            && self.resources.iter().any(|(resource, subresource)| {
-                (resource == "*" || resource == request.resource)
-                    && (subresource == "*" || subresource == request.subresource)
-            })
-    }
-
-    fn scope_matches(&self, request: &RuleRequest<'_>) -> bool {
-        // A Namespace (and its subresources) is cluster-scoped even when the API server sets
-        // the request namespace to its own name.
-        let is_namespace =
-            request.group.is_empty() && request.version == "v1" && request.resource == "namespaces";
-        match self.scope {
-            Scope::Any => true,
-            Scope::Namespaced => !request.namespace.is_empty() && !is_namespace,
-            Scope::Cluster => request.namespace.is_empty() || is_namespace,
-        }
-    }
-}
-
-/// group → resource → positions of the webhooks that have a rule for it; `*` is a key too.
-#[derive(Debug, Default)]
-struct RuleIndex {
-    by_group: HashMap<String, HashMap<String, Vec<usize>>>,
-}
-
-impl RuleIndex {
-    fn build(hooks: &[Arc<Hook>]) -> Self {
-        let mut by_group: HashMap<String, HashMap<String, Vec<usize>>> = HashMap::new();
-        for hook in hooks {
-            for rule in &hook.rules {
-                for group in &rule.api_groups {
-                    let by_resource = by_group.entry(group.clone()).or_default();
-                    for (resource, _) in &rule.resources {
-                        let positions = by_resource.entry(resource.clone()).or_default();
-                        if positions.last() != Some(&hook.position) {
-                            positions.push(hook.position);
-                        }
-                    }
-                }
-            }
-        }
-        Self { by_group }
-    }
-
-    /// Positions, ascending, of the webhooks whose rules name this group and resource.
-    fn candidates(&self, group: &str, resource: &str) -> Vec<usize> {
-        let mut found = Vec::new();
-        for group in [group, "*"] {
-            let Some(by_resource) = self.by_group.get(group) else {
-                continue;
-            };
-            for resource in [resource, "*"] {
-                if let Some(positions) = by_resource.get(resource) {
-                    found.extend_from_slice(positions);
-                }
-            }
-        }
-        found.sort_unstable();
-        found.dedup();
-        found
-    }
 }
 
 impl Snapshot {
@@ -420,7 +298,7 @@ fn gateway_annotations(config: &WebhookConfiguration) -> Vec<super::Finding> {
 fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generation: u64) -> Snapshot {
     let mut configurations: Vec<WebhookConfiguration> =
         objects.configurations.into_iter().map(|(_, c)| c).collect();
-    // Byte-wise name order, stable (dispatch-semantics §2.1).
+    // Byte-wise name order, stable (docs/semantics.md §2.1).
     configurations.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut mutating = Vec::new();
     let mut validating = Vec::new();
@@ -441,8 +319,8 @@ fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generati
     let namespaces = objects.namespaces.into_iter().map(|(_, ns)| (ns.name, ns.labels)).collect();
     Snapshot {
         generation,
-        mutating_index: RuleIndex::build(&mutating),
-        validating_index: RuleIndex::build(&validating),
+        mutating_index: RuleIndex::build(mutating.iter().map(|h| (h.position, h.rules.as_slice()))),
+        validating_index: RuleIndex::build(validating.iter().map(|h| (h.position, h.rules.as_slice()))),
         mutating,
         validating,
         namespaces,
@@ -515,86 +393,6 @@ fn compile_hook(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rule(
-        operations: &[&str],
-        groups: &[&str],
-        versions: &[&str],
-        resources: &[&str],
-        scope: &str,
-    ) -> Rule {
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        Rule::compile(&super::super::manifest::RuleWithOperations {
-            operations: strings(operations),
-            api_groups: strings(groups),
-            api_versions: strings(versions),
-            resources: strings(resources),
-            scope: Some(scope.into()),
-        })
-    }
-
-    fn request<'a>(
-        operation: Operation,
-        gvr: (&'a str, &'a str, &'a str),
-        subresource: &'a str,
-        namespace: &'a str,
-    ) -> RuleRequest<'a> {
-        RuleRequest { operation, group: gvr.0, version: gvr.1, resource: gvr.2, subresource, namespace }
-    }
-
-    #[test]
-    fn rule_matching_table() {
-        use Operation::*;
-        let pods = ("", "v1", "pods");
-        let deployments = ("apps", "v1", "deployments");
-        let namespaces = ("", "v1", "namespaces");
-        let nodes = ("", "v1", "nodes");
-        let cases = [
-            (rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"), request(Create, pods, "", "ns"), true),
-            (rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"), request(Update, pods, "", "ns"), false),
-            (rule(&["*"], &[""], &["v1"], &["pods"], "*"), request(Connect, pods, "exec", "ns"), false),
-            (rule(&["*"], &[""], &["v1"], &["pods/*"], "*"), request(Connect, pods, "exec", "ns"), true),
-            (rule(&["*"], &[""], &["v1"], &["pods/*"], "*"), request(Create, pods, "", "ns"), true),
-            (
-                rule(&["*"], &[""], &["v1"], &["pods/status"], "*"),
-                request(Update, pods, "status", "ns"),
-                true,
-            ),
-            (rule(&["*"], &[""], &["v1"], &["pods/status"], "*"), request(Update, pods, "", "ns"), false),
-            (rule(&["*"], &["*"], &["*"], &["*"], "*"), request(Update, pods, "status", "ns"), false),
-            (rule(&["*"], &["*"], &["*"], &["*/*"], "*"), request(Update, pods, "status", "ns"), true),
-            (
-                rule(&["*"], &["*"], &["*"], &["*/scale"], "*"),
-                request(Update, deployments, "scale", "ns"),
-                true,
-            ),
-            (rule(&["*"], &["*"], &["*"], &["*/scale"], "*"), request(Update, deployments, "", "ns"), false),
-            (
-                rule(&["*"], &["apps"], &["v1beta1"], &["*"], "*"),
-                request(Create, deployments, "", "ns"),
-                false,
-            ),
-            (rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"), request(Create, pods, "", "ns"), true),
-            (rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"), request(Create, nodes, "", ""), false),
-            (rule(&["*"], &["*"], &["*"], &["*"], "Cluster"), request(Create, nodes, "", ""), true),
-            (rule(&["*"], &["*"], &["*"], &["*"], "Cluster"), request(Create, pods, "", "ns"), false),
-            // A namespace counts as cluster-scoped even with its own name as request namespace.
-            (rule(&["*"], &["*"], &["*"], &["*"], "Cluster"), request(Delete, namespaces, "", "team"), true),
-            (
-                rule(&["*"], &["*"], &["*"], &["*"], "Namespaced"),
-                request(Delete, namespaces, "", "team"),
-                false,
-            ),
-            (
-                rule(&["*"], &["*"], &["*"], &["*/*"], "Cluster"),
-                request(Update, namespaces, "finalize", "team"),
-                true,
-            ),
-        ];
-        for (i, (rule, request, expected)) in cases.iter().enumerate() {
-            assert_eq!(rule.matches(request), *expected, "case {i}: {rule:?} vs {request:?}");
-        }
-    }
 
     /// A fleet of 1,000 webhooks with one naming pods: matching a pod looks at that one only.
     #[test]

@@ -1,5 +1,5 @@
 //! The API server's `admissionregistration.k8s.io/v1` defaults, applied in this one place
-//! (dispatch-semantics §1.1): the dispatcher only ever sees defaulted objects.
+//! (docs/semantics.md §1.1): the dispatcher only ever sees defaulted objects.
 
 use super::manifest::{ApiVersion, LabelSelector, WebhookConfiguration, WebhookKind};
 

@@ -1,4 +1,4 @@
-//! Stage 1: does a webhook get called for this request? (dispatch-semantics §3, §4)
+//! Stage 1: does a webhook get called for this request? (docs/semantics.md §3, §4)
 //!
 //! Evaluated in the API server's order: namespaceSelector, objectSelector, rules; a selector
 //! error only fails the request when a rule matched (§4.0.5–4.0.6).
@@ -7,7 +7,8 @@ use std::fmt;
 
 use super::object::ObjectState;
 use super::verdict;
-use crate::config::compile::{Hook, RuleRequest};
+use crate::config::compile::Hook;
+use crate::config::rules::RuleRequest;
 use crate::config::selector::Labels;
 use crate::config::Snapshot;
 use crate::review::decode::IncomingReview;

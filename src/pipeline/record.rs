@@ -1,5 +1,6 @@
 //! What a review leaves behind besides its verdict: audit annotations (§14) and warnings (§13),
-//! recorded with the API server's rules and encoded for the answer (design.md §3).
+//! recorded with the API server's rules and encoded for the answer (README, "Audit annotations
+//! and warnings").
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -1,5 +1,5 @@
 //! Every admission `Status` the gateway builds, and the one place a failed webhook call
-//! becomes a decision (dispatch-semantics §9, §17).
+//! becomes a decision (docs/semantics.md §9, §17).
 
 use std::fmt;
 

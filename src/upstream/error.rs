@@ -1,5 +1,5 @@
 //! Why a downstream webhook gave no usable answer: the "call error" class of
-//! dispatch-semantics §9.1, with the API server's reason texts.
+//! docs/semantics.md §9.1, with the API server's reason texts.
 
 use std::error::Error as _;
 

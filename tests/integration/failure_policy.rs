@@ -1,4 +1,4 @@
-//! Call errors and `failurePolicy` (dispatch-semantics §9), deadlines and the `?timeout=` sent
+//! Call errors and `failurePolicy` (docs/semantics.md §9), deadlines and the `?timeout=` sent
 //! (§7.3, §7.4), response checks (§8) and TLS trust (§7.1).
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Integration tests: the real gateway, in process, on 127.0.0.1 with rcgen certificates, in
 //! front of real HTTPS mock webhooks; and the real binary for `check`, `review`, `serve` and
 //! `registration`.
-//! No network, no cluster. Every behaviour is the one dispatch-semantics.md describes.
+//! No network, no cluster. Every behaviour is the one docs/semantics.md describes.
 
 mod support;
 

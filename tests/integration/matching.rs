@@ -1,4 +1,4 @@
-//! Which webhooks are called (dispatch-semantics §3–§5) and what they receive (§6).
+//! Which webhooks are called (docs/semantics.md §3–§5) and what they receive (§6).
 
 use serde_json::{json, Value};
 

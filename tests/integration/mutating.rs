@@ -1,4 +1,4 @@
-//! The mutating chain (dispatch-semantics §10), reinvocation (§11) and the mutating audit
+//! The mutating chain (docs/semantics.md §10), reinvocation (§11) and the mutating audit
 //! annotations (§14.3).
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Hot reload of the fleet's configuration and of the serving certificate (design.md §3), the
+//! Hot reload of the fleet's configuration and of the serving certificate (README, "Configuration"), the
 //! admin endpoints, and graceful shutdown.
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! The validating fan-out (dispatch-semantics §12), warnings (§13) and the webhooks' own audit
+//! The validating fan-out (docs/semantics.md §12), warnings (§13) and the webhooks' own audit
 //! annotations (§14.2).
 
 use std::time::Duration;

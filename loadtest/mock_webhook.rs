@@ -11,7 +11,6 @@
 //! Prints `listening on ADDRESS` once bound (`--listen 127.0.0.1:0` picks a free port).
 
 use std::borrow::Cow;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,14 +20,11 @@ use anyhow::{bail, Context as _};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{header, Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
+
+use admission_gateway::testbed;
 
 /// The API server's own limit on an AdmissionReview body.
 const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -112,18 +108,8 @@ struct StatusOut {
 }
 
 fn tls_config(cert: &Path, key: &Path) -> anyhow::Result<rustls::ServerConfig> {
-    let chain = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("reading {}", cert.display()))?
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("parsing {}", cert.display()))?;
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading {}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
+    let read = |path: &Path| std::fs::read(path).with_context(|| format!("reading {}", path.display()));
+    Ok(testbed::server_tls(&read(cert)?, &read(key)?, testbed::HTTP2_AND_HTTP1)?)
 }
 
 async fn handle(request: Request<Incoming>, delay: Option<Duration>, deny: bool) -> Response<Full<Bytes>> {
@@ -166,32 +152,11 @@ fn reply(code: StatusCode, content_type: &'static str, body: Bytes) -> Response<
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config(&args.tls_cert, &args.tls_key)?));
+    let tls = Arc::new(tls_config(&args.tls_cert, &args.tls_key)?);
     let listener =
         TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
     println!("listening on {}", listener.local_addr()?);
-    let builder = auto::Builder::new(TokioExecutor::new());
     let (delay, deny) = (args.delay, args.deny);
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                eprintln!("accept failed: {error}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let (acceptor, builder) = (acceptor.clone(), builder.clone());
-        tokio::spawn(async move {
-            let Ok(stream) = acceptor.accept(stream).await else {
-                return;
-            };
-            let service =
-                service_fn(
-                    move |request| async move { Ok::<_, Infallible>(handle(request, delay, deny).await) },
-                );
-            let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
+    testbed::serve(listener, tls, move |request| handle(request, delay, deny)).await?;
+    Ok(())
 }

@@ -7,7 +7,6 @@
 //! (validating: denies privileged containers) and `slow` (validating, answers after 2 s with a
 //! 1 s timeout and failurePolicy Ignore: fails open).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +16,6 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -28,7 +25,7 @@ use crate::certs::Ca;
 use crate::cli::DemoArgs;
 use crate::report;
 use crate::review::{decode, ReviewVersion};
-use crate::server::tls;
+use crate::testbed;
 use crate::upstream::Clients;
 
 /// The fleet's manifests, with `${FLEET_URL}` and `${CA_BUNDLE}` to fill in.
@@ -138,34 +135,21 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
 /// Starts the demo webhooks on one HTTPS listener on loopback.
 async fn start_fleet(cert: &Path, key: &Path) -> anyhow::Result<SocketAddr> {
     // The fleet serves the gateway's own certificate: both are 127.0.0.1 under the demo CA.
-    let tls = tls::server_config(Arc::new(tls::ReloadingCert::load(cert, key)?))?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let tls = testbed::server_tls(&std::fs::read(cert)?, &std::fs::read(key)?, testbed::HTTP1)?;
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let address = listener.local_addr()?;
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = stream.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(stream).await else {
-                    return;
-                };
-                let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
-                    let path = request.uri().path().to_owned();
-                    let body = Limited::new(request.into_body(), 4 * 1024 * 1024).collect().await;
-                    let review: Value = body
-                        .ok()
-                        .and_then(|b| serde_json::from_slice(&b.to_bytes()).ok())
-                        .unwrap_or(Value::Null);
-                    let answer = answer(&path, &review).await;
-                    Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(answer.to_string()))))
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    // Detached: the fleet lives as long as the demo process.
+    drop(testbed::serve(
+        listener,
+        Arc::new(tls),
+        |request: hyper::Request<hyper::body::Incoming>| async move {
+            let path = request.uri().path().to_owned();
+            let body = Limited::new(request.into_body(), 4 * 1024 * 1024).collect().await;
+            let review: Value =
+                body.ok().and_then(|b| serde_json::from_slice(&b.to_bytes()).ok()).unwrap_or(Value::Null);
+            hyper::Response::new(Full::new(Bytes::from(answer(&path, &review).await.to_string())))
+        },
+    ));
     Ok(address)
 }
 

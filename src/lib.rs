@@ -31,7 +31,9 @@
 //! - `go`: ports of Go behaviour the API server's answers depend on (URLs, durations, base64, quoting).
 //! - `explain`: the readable account of one review; `report`: how commands print it.
 //! - `registration`: the gateway's own webhook registrations for a fleet.
-//! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI for the demo and tests.
+//! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI, and
+//!   `testbed`: a TLS configuration and an HTTPS accept loop, shared by the demo, the tests and
+//!   the load-test mock webhook.
 
 pub mod app;
 pub mod certs;
@@ -46,4 +48,5 @@ pub(crate) mod registration;
 pub(crate) mod report;
 pub(crate) mod review;
 pub(crate) mod server;
+pub mod testbed;
 pub(crate) mod upstream;

@@ -3,7 +3,6 @@
 //! (the review, the `?timeout=` and the path) so a scenario can count calls and read what the
 //! gateway sent.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,9 +10,7 @@ use admission_gateway::certs::Leaf;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -117,12 +114,10 @@ impl MockWebhook {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("mock webhook listener");
         let port = listener.local_addr().expect("mock address").port();
         let received = Arc::new(Mutex::new(Vec::new()));
-        let accept_loop = tokio::spawn(accept(
-            listener,
-            tokio_rustls::TlsAcceptor::from(tls),
-            self.behaviour,
-            received.clone(),
-        ));
+        let (behaviour, recorded) = (self.behaviour, received.clone());
+        let accept_loop = admission_gateway::testbed::serve(listener, tls, move |request| {
+            handle(request, behaviour.clone(), recorded.clone())
+        });
         Mock { url: format!("https://127.0.0.1:{port}/webhook"), received, accept_loop }
     }
 }
@@ -162,34 +157,11 @@ impl Drop for Mock {
     }
 }
 
-async fn accept(
-    listener: TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
-    behaviour: Behaviour,
-    received: Arc<Mutex<Vec<Received>>>,
-) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let (acceptor, behaviour, received) = (acceptor.clone(), behaviour.clone(), received.clone());
-        tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(stream).await else {
-                return;
-            };
-            let service = service_fn(move |request| handle(request, behaviour.clone(), received.clone()));
-            let _ =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
-        });
-    }
-}
-
 async fn handle(
     request: Request<Incoming>,
     behaviour: Behaviour,
     received: Arc<Mutex<Vec<Received>>>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_owned();
     let timeout = request
         .uri()
@@ -209,9 +181,9 @@ async fn handle(
                 reply = *then;
             }
             Reply::Json(value) => {
-                return Ok(response(200, "application/json", value.to_string()));
+                return response(200, "application/json", value.to_string());
             }
-            Reply::Http { status, content_type, body } => return Ok(response(status, content_type, body)),
+            Reply::Http { status, content_type, body } => return response(status, content_type, body),
         }
     }
 }

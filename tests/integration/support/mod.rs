@@ -42,19 +42,9 @@ pub fn loopback_certificate() -> &'static Leaf {
 
 /// A TLS server configuration serving `leaf` with these ALPN protocols.
 pub fn server_tls(leaf: &Leaf, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
-    let chain = CertificateDer::pem_slice_iter(leaf.cert_pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .expect("certificate PEM");
-    let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("key PEM");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("server certificate");
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Arc::new(config)
+    let config =
+        admission_gateway::testbed::server_tls(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), alpn);
+    Arc::new(config.expect("server certificate"))
 }
 
 /// A TLS server configuration presenting `certificate` but signing the handshake with the

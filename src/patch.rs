@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 use crate::go::json_errors;
 use crate::go::json_marshal;
 use crate::go::strconv::atoi;
-pub(crate) use crate::go::strconv::AtoiError;
+pub use crate::go::strconv::AtoiError;
 
 #[cfg(test)]
 mod tests;
@@ -49,14 +49,14 @@ type Operation = BTreeMap<String, Box<RawValue>>;
 
 /// A decoded patch: Go's `jsonpatch.Patch`.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Patch {
+pub struct Patch {
     /// `None` is a `null` array element (Go: a nil `Operation`), which fails to apply.
     operations: Vec<Option<Operation>>,
 }
 
 /// Why a webhook's patch is not a JSON Patch; the text is Go's `json.Unmarshal` error.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DecodeError {
+pub enum DecodeError {
     /// Go's `*json.SyntaxError`, e.g. `invalid character 'x' looking for beginning of value`.
     #[error("{0}")]
     Syntax(String),
@@ -70,7 +70,7 @@ pub(crate) enum DecodeError {
 
 /// Why a patch does not apply; the text is `evanphx/json-patch`'s, wrapping included.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ApplyError {
+pub enum ApplyError {
     #[error("json: cannot unmarshal {0} into Go value of type jsonpatch.partialDoc")]
     DocumentNotContainer(&'static str),
     #[error("Unexpected kind: {0}")]
@@ -110,7 +110,7 @@ pub(crate) enum ApplyError {
 
 /// Why an operation's `path` or `from` member is unusable.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FieldError {
+pub enum FieldError {
     /// `add`, `remove` and `copy` report any `path` problem as just this.
     #[error("missing value")]
     Missing,
@@ -126,7 +126,7 @@ pub(crate) enum FieldError {
 
 /// Why the container a pointer leads to has no such member or index.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TargetError {
+pub enum TargetError {
     #[error("Unable to remove nonexistent key: {0}: missing value")]
     NonexistentKey(String),
     #[error("Unable to access invalid index: {0}: invalid index referenced")]
@@ -140,7 +140,7 @@ pub(crate) enum TargetError {
 
 impl Patch {
     /// Decodes a JSON array of operation objects, as Go's `jsonpatch.DecodePatch`.
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
+    pub fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
         match serde_json::from_slice::<Option<Vec<Option<Operation>>>>(bytes) {
             Ok(operations) => Ok(Patch { operations: operations.unwrap_or_default() }),
             Err(error) => Err(explain_decode_error(bytes, error)),
@@ -158,7 +158,7 @@ impl Patch {
     }
 
     /// Applies the operations in order, in place. On error the document may be partly patched.
-    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+    pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         if !(doc.is_object() || doc.is_array()) {
             return Err(ApplyError::DocumentNotContainer(json_errors::kind_of(doc)));
         }

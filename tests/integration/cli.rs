@@ -6,19 +6,13 @@ use bytes::Bytes;
 use http_body_util::Full;
 use serde_json::{json, Value};
 
-use crate::support::binary::{run, Served};
+use crate::support::binary::{run, text, write, Served};
 use crate::support::fixtures::{self, POD_CREATE};
 use crate::support::gateway::send;
 use crate::support::{http_client, mutating, validating, webhook, Fleet, MockWebhook};
 
 fn write_fleet(dir: &Path, fleet: &Fleet) -> String {
-    let path = dir.join("fleet.yaml");
-    std::fs::write(&path, fleet.yaml()).unwrap();
-    path.display().to_string()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    write(dir, "fleet.yaml", &fleet.yaml())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,19 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::binary::{run, Served};
+use crate::support::binary::{run, text, write, Served};
 use crate::support::fixtures::{self, POD_CREATE};
 use crate::support::{mutating, validating, webhook, Fleet, MockWebhook};
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn review_exits_0_when_allowed_1_when_denied_and_2_on_error() {

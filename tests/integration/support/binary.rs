@@ -23,6 +23,18 @@ pub async fn run<S: AsRef<str>>(args: &[S]) -> Output {
     .unwrap()
 }
 
+/// Standard output or error as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `text` to `dir/name` and returns the path as an argument.
+pub fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
 /// The binary running in the background (killed when dropped, so a failed assertion leaves
 /// nothing behind), its standard error read line by line.
 pub struct Served {

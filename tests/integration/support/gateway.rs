@@ -457,9 +457,10 @@ impl Answer {
     pub fn patched(&self, object: &Value) -> Value {
         let mut object = object.clone();
         if let Some(patch) = self.patch() {
-            let patch: json_patch::Patch =
-                serde_json::from_value(patch).expect("response.patch is a JSONPatch");
-            json_patch::patch(&mut object, &patch).expect("response.patch applies");
+            // Replayed with the gateway's own JSON Patch (evanphx semantics), as the API server would.
+            let patch = admission_gateway::patch::Patch::decode(patch.to_string().as_bytes())
+                .expect("response.patch is a JSONPatch");
+            patch.apply(&mut object).expect("response.patch applies");
         }
         object
     }

@@ -36,7 +36,7 @@ pub(crate) enum Command {
     /// Print the gateway's own webhook registrations for a fleet.
     Registration(crate::registration::RegistrationArgs),
     /// Start an example fleet with the gateway in front, send sample reviews, keep serving.
-    Demo(DemoArgs),
+    Demo(crate::demo::DemoArgs),
 }
 
 /// Process exit codes, the same for every command.
@@ -140,16 +140,6 @@ pub(crate) struct ReviewArgs {
     /// An AdmissionReview (JSON) file; `-` reads standard input. After `--config a b`, the
     /// last value is taken as the file when none follows.
     pub(crate) file: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct DemoArgs {
-    /// Address of the gateway's HTTPS listener.
-    #[arg(long, default_value = "127.0.0.1:8443", value_name = "HOST:PORT")]
-    pub(crate) listen: String,
-    /// Send the sample reviews, print their explanations and exit instead of serving until Ctrl-C.
-    #[arg(long)]
-    pub(crate) once: bool,
 }
 
 /// Runs a command to completion and returns the process exit code.

@@ -22,7 +22,6 @@ use tokio::sync::mpsc;
 
 use crate::app::{self, ServeOptions};
 use crate::certs::Ca;
-use crate::cli::DemoArgs;
 use crate::report;
 use crate::review::{decode, ReviewVersion};
 use crate::testbed;
@@ -44,6 +43,16 @@ const SAMPLES: [(&str, &str); 9] = [
 ];
 /// How long the `slow` webhook takes (its timeoutSeconds is 1).
 const SLOW_WEBHOOK_DELAY: Duration = Duration::from_secs(2);
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Address of the gateway's HTTPS listener.
+    #[arg(long, default_value = "127.0.0.1:8443", value_name = "HOST:PORT")]
+    pub(crate) listen: String,
+    /// Send the sample reviews, print their explanations and exit instead of serving until Ctrl-C.
+    #[arg(long)]
+    pub(crate) once: bool,
+}
 
 /// Runs the demo. Its temporary directory (it holds a TLS key) is removed however the demo
 /// ends: done, failed, or interrupted with Ctrl-C or SIGTERM.

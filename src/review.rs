@@ -172,7 +172,8 @@ pub(crate) struct WebhookResponse {
     pub(crate) allowed: bool,
     pub(crate) status: Option<Status>,
     /// Base64 in JSON, as Go's `[]byte`; decoded here.
-    #[serde(default, deserialize_with = "decode::base64_bytes")]
+    // A `[]byte` field: base64 as Go decodes it (line breaks ignored, trailing bits tolerated).
+    #[serde(default, deserialize_with = "crate::go::base64::deserialize_option")]
     pub(crate) patch: Option<Vec<u8>>,
     pub(crate) patch_type: Option<String>,
     #[serde(default)]

@@ -113,10 +113,6 @@ pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
     Ok(IncomingReview { version, request })
 }
 
-/// Deserializes Go's `[]byte` JSON encoding into bytes, as the API server decodes a webhook
-/// response's `patch`.
-pub(crate) use crate::go::base64::deserialize_option as base64_bytes;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -426,8 +426,10 @@ async fn a_webhook_whose_certificate_its_ca_bundle_does_not_trust_fails_the_call
     );
     assert!(validated.message().starts_with(&expected), "{}", validated.message());
     assert!(
-        validated.message().contains("UnknownIssuer") || validated.message().contains("unknown authority"),
-        "the reason names the untrusted issuer: {}",
+        validated
+            .message()
+            .ends_with("tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+        "the reason in Go's words: {}",
         validated.message()
     );
     assert_eq!(mock.calls(), 0, "no request goes past a failed handshake");

@@ -80,7 +80,7 @@ YAML goes to stdout, notes and warnings to stderr. Exit status: 0, or 2 on any e
 #[command(after_long_help = AFTER_LONG_HELP)]
 pub struct RegistrationArgs {
     /// A configuration file or directory (repeatable): the fleet, as `serve` reads it.
-    #[arg(long = "config", required = true, value_name = "PATH")]
+    #[arg(long = "config", required = true, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
     pub(crate) paths: Vec<PathBuf>,
     /// The gateway's Service: clientConfig.service, path /mutate resp. /validate (port 443 unless given).
     #[arg(long, value_name = "NS/NAME[:PORT]", value_parser = parse_service)]

@@ -207,3 +207,30 @@ async fn the_demo_sends_every_fixture_and_removes_its_directory() {
         .expect("the demo prints its CA path");
     assert!(!directory.exists(), "{} (holding a TLS key) was left behind", directory.display());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_names_the_webhook_whose_namespace_selector_needed_an_unknown_namespace() {
+    let picky = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let selector = json!({"matchLabels": {"env": "prod"}});
+    let fleet = Fleet::of([validating(
+        "policy",
+        [webhook("picky.example.com", &picky).namespace_selector(selector)],
+    )])
+    .namespace("prod", &[("env", "prod")]);
+    let config = write(dir.path(), "fleet.yaml", &fleet.yaml());
+    let mut review = fixtures::review(POD_CREATE);
+    review["request"]["namespace"] = json!("ghost");
+    let review = write(dir.path(), "review.json", &review.to_string());
+
+    let output = run(&["review", "--config", &config, &review]).await;
+
+    assert_eq!(output.status.code(), Some(1), "rejected 404, as the API server does");
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("Validating round 0: not called policy/picky.example.com: request rejected before any call: namespaces \"ghost\" not found"),
+        "the explanation blames the webhook, not \"no webhook matched\":\n{stdout}"
+    );
+    assert!(stdout.contains("add it as a v1 Namespace object"), "and says what to do:\n{stdout}");
+    assert_eq!(picky.calls(), 0);
+}

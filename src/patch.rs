@@ -179,6 +179,53 @@ impl Patch {
         Ok(())
     }
 
+    /// Where the operations can change a document: for each operation that writes, the
+    /// pointer of the container its `path` (and a `move`'s `from`) lands in, as written; `""`
+    /// (the whole document) where a pointer is missing or not a string. Everything a
+    /// successful [`Patch::apply`] changes lies inside these containers.
+    pub(crate) fn written_containers(&self) -> Vec<String> {
+        let parent = |operation: &Operation, field: &str| -> String {
+            let pointer: Option<String> =
+                operation.get(field).and_then(|raw| serde_json::from_str(raw.get()).ok());
+            match pointer {
+                Some(pointer) if pointer.starts_with('/') => {
+                    pointer[..pointer.rfind('/').unwrap_or(0)].to_owned()
+                }
+                // Go ignores the text before the first `/`: the whole document, to be safe.
+                _ => String::new(),
+            }
+        };
+        let mut containers = Vec::new();
+        for operation in self.operations.iter().flatten() {
+            match kind(operation).as_str() {
+                "test" => {}
+                "move" => {
+                    containers.push(parent(operation, "from"));
+                    containers.push(parent(operation, "path"));
+                }
+                _ => containers.push(parent(operation, "path")),
+            }
+        }
+        containers
+    }
+
+    /// Appends the operations that write (every one but `test`) to `out`, as JSON objects
+    /// separated by commas, written as [`Patch::annotation_json`] writes them. Replayed in
+    /// order on the object they were applied to, they reproduce it exactly; `test` operations
+    /// already passed, and Go compares their values differently (see above), so they are left
+    /// out.
+    pub(crate) fn push_writes(&self, out: &mut String) {
+        for operation in self.operations.iter().flatten() {
+            if kind(operation) == "test" {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(',');
+            }
+            push_operation(out, operation);
+        }
+    }
+
     /// The patch as Go's `json.Marshal` writes it for the audit annotation: compact, each
     /// operation's keys sorted, values as sent but compacted, `<`, `>`, `&`, U+2028 and U+2029
     /// escaped. (Go writes `null` for a patch decoded from `null`; kube-apiserver never
@@ -193,20 +240,25 @@ impl Patch {
                 out.push_str("null");
                 continue;
             };
-            out.push('{');
-            for (j, (key, value)) in operation.iter().enumerate() {
-                if j > 0 {
-                    out.push(',');
-                }
-                json_marshal::push_string(&mut out, key);
-                out.push(':');
-                json_marshal::push_compact(&mut out, value.get());
-            }
-            out.push('}');
+            push_operation(&mut out, operation);
         }
         out.push(']');
         out
     }
+}
+
+/// One operation as Go marshals it: keys sorted, values compacted.
+fn push_operation(out: &mut String, operation: &Operation) {
+    out.push('{');
+    for (j, (key, value)) in operation.iter().enumerate() {
+        if j > 0 {
+            out.push(',');
+        }
+        json_marshal::push_string(out, key);
+        out.push(':');
+        json_marshal::push_compact(out, value.get());
+    }
+    out.push('}');
 }
 
 // ---- the six operations, each as its Go function -------------------------------------------

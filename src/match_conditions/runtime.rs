@@ -270,6 +270,7 @@ pub(crate) fn evaluate_within(
     limits: Limits,
 ) -> Outcome {
     ROOT.with(|root| {
+        let lent = [variables.object.is_some(), variables.old_object.is_some(), variables.request.is_some()];
         let mut bound: BTreeMap<String, Box<dyn Val>> = BTreeMap::new();
         let null = || -> Box<dyn Val> { Box::new(CelNull) };
         let lend = |slot: &mut Option<CelValue>| slot.take().map_or_else(null, |v| v.0);
@@ -281,10 +282,15 @@ pub(crate) fn evaluate_within(
         let ctx = Context::Child { parent: root, variables: bound, resolver: None };
         let outcome = evaluate_in(&ctx, conditions, limits);
         if let Context::Child { variables: mut bound, .. } = ctx {
-            let mut give_back = |name: &str| bound.remove(name).map(CelValue);
-            variables.object = give_back("object");
-            variables.old_object = give_back("oldObject");
-            variables.request = give_back("request");
+            // Only what was lent: a null standing in for an unconverted variable stays here.
+            let mut give_back = |slot: &mut Option<CelValue>, lent: bool, name: &str| {
+                if lent {
+                    *slot = bound.remove(name).map(CelValue);
+                }
+            };
+            give_back(&mut variables.object, lent[0], "object");
+            give_back(&mut variables.old_object, lent[1], "oldObject");
+            give_back(&mut variables.request, lent[2], "request");
         }
         outcome
     })

@@ -373,3 +373,13 @@ fn evaluation_is_bounded_in_time() {
     // Ordinary work is nowhere near the bounds.
     is_true("lists.range(2000).map(i, i * 2).filter(i, i % 4 == 0).size() == 1000");
 }
+
+#[test]
+fn variables_not_lent_stay_unconverted() {
+    let program = compile("object == null").unwrap();
+    let conditions = [Condition { name: "c", expression: "object == null", program: &program }];
+    let mut variables = Variables { request: Some(request_value(&request())), ..Variables::default() };
+    assert_eq!(evaluate(&conditions, &mut variables), Outcome::Match, "an unconverted object is null");
+    assert!(variables.object.is_none() && variables.old_object.is_none(), "nothing is made up for them");
+    assert!(variables.request.is_some(), "what was lent comes back");
+}

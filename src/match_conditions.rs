@@ -21,9 +21,12 @@ use kube_cel::cel;
 
 mod check;
 mod convert;
+mod functions;
+mod names;
 mod runtime;
 #[cfg(test)]
 mod tests;
+mod types;
 
 pub(crate) use convert::{json_value, request_value};
 pub(crate) use runtime::{evaluate, Condition, Outcome, Variables};

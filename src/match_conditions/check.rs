@@ -31,20 +31,19 @@
 //! - `quantity(s)`/`isQuantity(s)` get `@quantity(s)` / `@isQuantity(s)` around their
 //!   argument: Go's `ParseQuantity` rejects the surrounding whitespace kube-cel trims.
 
-use kube_cel::cel;
-use std::fmt;
-
 use cel::common::ast::{operators, CallExpr, ComprehensionExpr, Expr, IdedExpr, LiteralValue};
 use cel::common::types::{CelBool, CelString};
+use kube_cel::cel;
 
-use super::runtime::names;
+use super::names;
+use super::types::{request_field, type_of, Ty};
 use super::{Program, Uses};
 
 /// The declared variables of the webhook environment (compile.go, `createEnvForOpts`).
-const OBJECT: &str = "object";
-const OLD_OBJECT: &str = "oldObject";
-const REQUEST: &str = "request";
-const NAMESPACE_OBJECT: &str = "namespaceObject";
+pub(super) const OBJECT: &str = "object";
+pub(super) const OLD_OBJECT: &str = "oldObject";
+pub(super) const REQUEST: &str = "request";
+pub(super) const NAMESPACE_OBJECT: &str = "namespaceObject";
 const AUTHORIZER: &str = "authorizer";
 
 pub(super) fn compile(expression: &str) -> Result<Program, String> {
@@ -53,7 +52,7 @@ pub(super) fn compile(expression: &str) -> Result<Program, String> {
         .parse(expression)
         .map_err(|errors| format!("compilation failed: {errors}"))?;
     let mut walker = Walker::default();
-    let result_type = walker.type_of(&parsed);
+    let result_type = type_of(&parsed);
     let expr = walker.rewrite(parsed);
     if !walker.errors.is_empty() {
         let errors: Vec<String> = walker.errors.iter().map(|e| format!("ERROR: <input>: {e}")).collect();
@@ -65,75 +64,6 @@ pub(super) fn compile(expression: &str) -> Result<Program, String> {
     Ok(Program { expr, uses: walker.uses })
 }
 
-/// A CEL type, as cel-go prints it, where one is evident.
-#[derive(Clone, Debug, PartialEq)]
-enum Ty {
-    Bool,
-    Int,
-    Uint,
-    Double,
-    String,
-    Bytes,
-    Null,
-    Dyn,
-    Duration,
-    Timestamp,
-    List(Box<Ty>),
-    Map(Box<Ty>, Box<Ty>),
-    Object(&'static str),
-}
-
-impl fmt::Display for Ty {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Bool => f.write_str("bool"),
-            Self::Int => f.write_str("int"),
-            Self::Uint => f.write_str("uint"),
-            Self::Double => f.write_str("double"),
-            Self::String => f.write_str("string"),
-            Self::Bytes => f.write_str("bytes"),
-            Self::Null => f.write_str("null_type"),
-            Self::Dyn => f.write_str("dyn"),
-            Self::Duration => f.write_str("google.protobuf.Duration"),
-            Self::Timestamp => f.write_str("google.protobuf.Timestamp"),
-            Self::List(t) => write!(f, "list({t})"),
-            Self::Map(k, v) => write!(f, "map({k}, {v})"),
-            Self::Object(name) => f.write_str(name),
-        }
-    }
-}
-
-/// The declared type of `request` (compile.go, `BuildRequestType`): the type of `path`
-/// selected from it, `None` if a field does not exist.
-fn request_field(path: &[&str]) -> Option<Ty> {
-    let gvk = |rest: &[&str]| match rest {
-        [] => Some(Ty::Object("kubernetes.GroupVersionKind")),
-        ["group" | "version" | "kind"] => Some(Ty::String),
-        _ => None,
-    };
-    let gvr = |rest: &[&str]| match rest {
-        [] => Some(Ty::Object("kubernetes.GroupVersionResource")),
-        ["group" | "version" | "resource"] => Some(Ty::String),
-        _ => None,
-    };
-    match path {
-        [] => Some(Ty::Object("kubernetes.AdmissionRequest")),
-        ["kind" | "requestKind", rest @ ..] => gvk(rest),
-        ["resource" | "requestResource", rest @ ..] => gvr(rest),
-        ["subResource" | "requestSubResource" | "name" | "namespace" | "operation"] => Some(Ty::String),
-        ["userInfo"] => Some(Ty::Object("kubernetes.UserInfo")),
-        ["userInfo", "username" | "uid"] => Some(Ty::String),
-        ["userInfo", "groups"] => Some(Ty::List(Box::new(Ty::String))),
-        ["userInfo", "extra"] => {
-            Some(Ty::Map(Box::new(Ty::String), Box::new(Ty::List(Box::new(Ty::String)))))
-        }
-        ["userInfo", "extra", _] => Some(Ty::List(Box::new(Ty::String))),
-        ["dryRun"] => Some(Ty::Bool),
-        ["options", ..] => Some(Ty::Dyn),
-        _ => None,
-    }
-}
-
 #[derive(Default)]
 struct Walker {
     /// Comprehension variables in scope, innermost last.
@@ -143,7 +73,7 @@ struct Walker {
 }
 
 /// The root identifier and field names of a plain selection chain `a.b.c`.
-fn select_path(expr: &IdedExpr) -> Option<(&str, Vec<&str>)> {
+pub(super) fn select_path(expr: &IdedExpr) -> Option<(&str, Vec<&str>)> {
     match &expr.expr {
         Expr::Ident(name) => Some((name.as_str(), Vec::new())),
         Expr::Select(select) if !select.test => {
@@ -213,93 +143,6 @@ impl Walker {
         let error = format!("undeclared reference to '{name}' (in container '')");
         if !self.errors.contains(&error) {
             self.errors.push(error);
-        }
-    }
-
-    /// The type of `expr` if evident without inference; `None` when it is not.
-    fn type_of(&self, expr: &IdedExpr) -> Option<Ty> {
-        match &expr.expr {
-            Expr::Literal(literal) => Some(match literal {
-                LiteralValue::Boolean(_) => Ty::Bool,
-                LiteralValue::Bytes(_) => Ty::Bytes,
-                LiteralValue::Double(_) => Ty::Double,
-                LiteralValue::Int(_) => Ty::Int,
-                LiteralValue::Null => Ty::Null,
-                LiteralValue::String(_) => Ty::String,
-                LiteralValue::UInt(_) => Ty::Uint,
-            }),
-            Expr::List(list) => {
-                let types: Vec<Option<Ty>> = list.elements.iter().map(|e| self.type_of(e)).collect();
-                let element = match types.first() {
-                    Some(Some(first)) if types.iter().all(|t| t.as_ref() == Some(first)) => first.clone(),
-                    _ => Ty::Dyn,
-                };
-                Some(Ty::List(Box::new(element)))
-            }
-            Expr::Map(_) => Some(Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn))),
-            Expr::Ident(_) | Expr::Select(_) => {
-                if let Expr::Select(select) = &expr.expr {
-                    if select.test {
-                        return Some(Ty::Bool);
-                    }
-                }
-                let (root, path) = select_path(expr)?;
-                if self.bound(root) {
-                    return None;
-                }
-                match root {
-                    OBJECT | OLD_OBJECT => Some(Ty::Dyn),
-                    REQUEST => request_field(&path),
-                    NAMESPACE_OBJECT if path.is_empty() => Some(Ty::Object("kubernetes.Namespace")),
-                    _ => None,
-                }
-            }
-            Expr::Call(call) => self.call_type(call),
-            Expr::Comprehension(comprehension) => match &comprehension.accu_init.expr {
-                Expr::List(_) => Some(Ty::List(Box::new(Ty::Dyn))),
-                _ => Some(Ty::Bool),
-            },
-            Expr::Struct(_) | Expr::Unspecified => None,
-        }
-    }
-
-    fn call_type(&self, call: &CallExpr) -> Option<Ty> {
-        let args: Vec<Option<Ty>> = call.args.iter().map(|a| self.type_of(a)).collect();
-        match call.func_name.as_str() {
-            operators::ADD
-            | operators::SUBSTRACT
-            | operators::MULTIPLY
-            | operators::DIVIDE
-            | operators::MODULO => args.into_iter().flatten().find(|t| *t != Ty::Dyn && *t != Ty::Null),
-            operators::NEGATE => args.into_iter().next().flatten().filter(|t| *t != Ty::Dyn),
-            operators::CONDITIONAL => match (&args[1], &args[2]) {
-                (Some(a), Some(b)) if a == b => Some(a.clone()),
-                _ => None,
-            },
-            operators::INDEX => match args.first() {
-                Some(Some(Ty::Dyn)) => Some(Ty::Dyn),
-                Some(Some(Ty::List(element))) => Some((**element).clone()),
-                Some(Some(Ty::Map(_, value))) => Some((**value).clone()),
-                _ => None,
-            },
-            operators::LOGICAL_AND
-            | operators::LOGICAL_OR
-            | operators::LOGICAL_NOT
-            | operators::EQUALS
-            | operators::NOT_EQUALS
-            | operators::LESS
-            | operators::LESS_EQUALS
-            | operators::GREATER
-            | operators::GREATER_EQUALS
-            | operators::IN => Some(Ty::Bool),
-            "size" | "int" => Some(Ty::Int),
-            "uint" => Some(Ty::Uint),
-            "double" => Some(Ty::Double),
-            "string" => Some(Ty::String),
-            "bytes" => Some(Ty::Bytes),
-            "duration" => Some(Ty::Duration),
-            "timestamp" => Some(Ty::Timestamp),
-            _ => None,
         }
     }
 

@@ -1,6 +1,7 @@
 use serde_json::{json, Value as Json};
 
-use super::runtime::{names, resolves};
+use super::names;
+use super::runtime::resolves;
 use super::*;
 
 fn pod() -> Json {

@@ -14,7 +14,8 @@
 //! ```text
 //! main ─▶ cli ─▶ {demo, registration, report} ─▶ app ─▶ server ─▶ pipeline ─▶ {patch, upstream} ─▶ review
 //!                                                  └─▶ config (manifests, settings, selectors) ◀── pipeline
-//! go: Go-compatible parsers and texts, used by any layer; explain: the record a review can keep
+//! go: Go-compatible parsers and texts, used by any layer; match_conditions: CEL, used by config
+//! and pipeline; explain: the record a review can keep
 //! ```
 //!
 //! `§N` in a comment is a section of `docs/semantics.md`, the API server's dispatch semantics
@@ -29,6 +30,8 @@
 //! - `patch`: JSON Patch with kube-apiserver's (evanphx v4) semantics.
 //! - `config`: manifests and the gateway's settings → validated, compiled `Snapshot`; hot reload.
 //! - `go`: ports of Go behaviour the API server's answers depend on (URLs, durations, base64, quoting).
+//! - `match_conditions`: CEL for webhook `matchConditions`, compiled by `config`, evaluated by
+//!   `pipeline` (a leaf, like `go`).
 //! - `explain`: the readable account of one review; `report`: how commands print it.
 //! - `registration`: the gateway's own webhook registrations for a fleet.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI, and
@@ -42,6 +45,7 @@ pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod explain;
 pub(crate) mod go;
+pub(crate) mod match_conditions;
 pub mod patch;
 pub(crate) mod pipeline;
 pub(crate) mod registration;

@@ -13,6 +13,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod call;
+pub(crate) mod conditions;
 pub(crate) mod matching;
 pub(crate) mod mutate;
 pub(crate) mod object;
@@ -83,6 +84,8 @@ pub(crate) struct Review<'r> {
     pub(crate) object: ObjectState<'r>,
     pub(crate) records: Records,
     pub(crate) explanation: Explanation,
+    /// The CEL variables of matchConditions, converted once per object version.
+    pub(crate) conditions: conditions::State,
     failed_open: u32,
     budget_exhausted: u32,
 }
@@ -102,6 +105,7 @@ pub(crate) async fn review(
         object: ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref()),
         records: Records::default(),
         explanation,
+        conditions: conditions::State::default(),
         failed_open: 0,
         budget_exhausted: 0,
     };
@@ -160,8 +164,15 @@ impl<'r> Review<'r> {
     }
 
     /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
+    /// Rules and selectors first, then matchConditions (§4.0.7).
     fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
-        match matching::should_call(hook, self.request, &self.object, self.snapshot) {
+        let decided = matching::should_call(hook, self.request, &self.object, self.snapshot).and_then(
+            |skip| match skip {
+                Some(skip) => Ok(Some(skip)),
+                None => conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions),
+            },
+        );
+        match decided {
             Ok(None) => Ok(true),
             Ok(Some(skip)) => {
                 self.skipped(hook, phase, round, &skip);

@@ -17,6 +17,7 @@ use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::rules::{Rule, RuleIndex};
 use super::{defaults, validate, ConfigError, Problem, Severity};
 use crate::config::selector::{Labels, Selector};
+use crate::match_conditions::{Program, Uses};
 use crate::review::ReviewVersion;
 use crate::upstream::{Client, Clients};
 
@@ -73,6 +74,19 @@ pub(crate) struct Hook {
     pub(crate) url: String,
     /// The pooled client for this webhook's client configuration, or why there is none.
     pub(crate) client: Result<Client, String>,
+    /// `matchConditions`, compiled (§4.5); empty when there are none.
+    pub(crate) match_conditions: Vec<MatchCondition>,
+    /// The variables any of them reads, converted only when some condition needs them.
+    pub(crate) condition_uses: Uses,
+}
+
+/// One compiled `matchConditions` entry.
+#[derive(Debug)]
+pub(crate) struct MatchCondition {
+    pub(crate) name: String,
+    /// As written: the API server's evaluation errors quote it.
+    pub(crate) expression: String,
+    pub(crate) program: Arc<Program>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -357,6 +371,20 @@ fn compile_hook(
         let ca_bundle = client_config.ca_bundle.as_deref().map(validate::ca_bundle::decode).transpose();
         ca_bundle.and_then(|ca_bundle| clients.client(ca_bundle.flatten().as_deref()))
     };
+    // Compiled by validation already; one that did not compile refused the configuration.
+    let match_conditions: Vec<MatchCondition> = webhook
+        .match_conditions
+        .iter()
+        .flatten()
+        .filter_map(|c| {
+            let program = c.program().as_ref().ok()?;
+            Some(MatchCondition {
+                name: c.name.clone(),
+                expression: c.expression.clone(),
+                program: program.clone(),
+            })
+        })
+        .collect();
     Hook {
         id,
         configuration: config.metadata.name.clone(),
@@ -387,6 +415,8 @@ fn compile_hook(
         },
         url,
         client,
+        condition_uses: match_conditions.iter().fold(Uses::default(), |uses, c| uses.union(c.program.uses)),
+        match_conditions,
     }
 }
 

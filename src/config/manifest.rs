@@ -8,8 +8,11 @@
 //! [`apply_defaults`](super::defaults::apply) runs, in one place).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
+
+use crate::match_conditions;
 
 /// `metadata` of any object: only what admission needs; other fields are accepted and ignored.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -156,6 +159,23 @@ pub(crate) struct MatchCondition {
     pub(crate) name: String,
     #[serde(default)]
     pub(crate) expression: String,
+    /// The compiled expression, made once by whichever of validation and compilation asks
+    /// first.
+    #[serde(skip)]
+    compiled: OnceLock<Result<Arc<match_conditions::Program>, String>>,
+}
+
+impl MatchCondition {
+    #[cfg(test)]
+    pub(crate) fn new(name: &str, expression: &str) -> Self {
+        Self { name: name.to_owned(), expression: expression.to_owned(), compiled: OnceLock::new() }
+    }
+
+    /// The expression compiled as the API server compiles it (trimmed); `Err` is the detail
+    /// of the validation error.
+    pub(crate) fn program(&self) -> &Result<Arc<match_conditions::Program>, String> {
+        self.compiled.get_or_init(|| match_conditions::compile(self.expression.trim()).map(Arc::new))
+    }
 }
 
 /// A `v1` `Namespace`: its labels feed `namespaceSelector`.

@@ -11,8 +11,9 @@
 //! - `sideEffects: Unknown | Some` and an `admissionReviewVersions` list with no known version
 //!   are [`Severity::Warning`]s: kube-apiserver keeps them on objects that already had them, and
 //!   such objects are still dispatched (dry-run requests, resp. every call, then fail).
-//! - `matchConditions` are refused outright: this gateway does not evaluate CEL, and calling the
-//!   webhook where the API server would skip it would be a wrong verdict.
+//! - A `matchConditions` expression is compiled by the gateway's CEL (`match_conditions`), which
+//!   has no type checker: what it cannot see at load fails at evaluation instead. The message
+//!   names the condition after upstream's text.
 //! - `clientConfig.caBundle` must decode to at least one PEM certificate. kube-apiserver stores a
 //!   bad bundle and only fails each call; the gateway refuses it up front.
 //! - `reinvocationPolicy` on a validating webhook is refused (upstream's strict decoding refuses
@@ -426,29 +427,24 @@ fn label_selector(selector: &LabelSelector, at: &Path, r: &mut Report) {
     }
 }
 
-/// Refuses any match condition (no CEL here), then applies upstream's structural checks so
-/// that every problem is reported at once. Upstream also compiles each expression.
+/// `validateMatchConditions`: at most 64, each with a compiling expression and a unique
+/// qualified name, every problem reported.
 fn match_conditions(conditions: &[MatchCondition], at: &Path, r: &mut Report) {
-    if conditions.is_empty() {
-        return;
-    }
-    r.error(
-        at,
-        forbidden(
-            "matchConditions (CEL) are not supported by this version of admission-gateway; \
-             the webhook would be called where the API server would skip it",
-        ),
-    );
     if conditions.len() > MAX_MATCH_CONDITIONS {
         r.error(at, too_many(conditions.len(), MAX_MATCH_CONDITIONS));
     }
     let mut names = HashSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = at.index(i);
-        if condition.expression.trim().is_empty() {
-            r.error(&at.child("expression"), required(""));
-        }
         let name = &condition.name;
+        let expression = condition.expression.trim();
+        if expression.is_empty() {
+            r.error(&at.child("expression"), required(""));
+        } else if let Err(detail) = condition.program() {
+            let which =
+                if name.is_empty() { String::new() } else { format!(" (matchCondition {})", quote(name)) };
+            r.error(&at.child("expression"), format!("{}{which}", invalid(&quote(expression), detail)));
+        }
         if name.is_empty() {
             r.error(&at.child("name"), required(""));
             continue;

@@ -1,7 +1,8 @@
 //! Stage 1: does a webhook get called for this request? (docs/semantics.md §3, §4)
 //!
 //! Evaluated in the API server's order: namespaceSelector, objectSelector, rules; a selector
-//! error only fails the request when a rule matched (§4.0.5–4.0.6).
+//! error only fails the request when a rule matched (§4.0.5–4.0.6). matchConditions come last
+//! (§4.0.7), in `conditions.rs`, once these let the webhook through.
 
 use std::fmt;
 
@@ -23,6 +24,14 @@ pub(crate) enum Skip {
     ObjectSelector,
     /// Round 1 of the mutating chain: not scheduled for reinvocation (§11.4).
     NotReinvoked,
+    /// This matchCondition, the first false one, excludes the webhook (§4.5 a).
+    ConditionFalse(String),
+    /// matchConditions failed to evaluate, and `failurePolicy: Ignore` skips the webhook
+    /// (§4.5 b): the error, and the conditions that failed (none: the whole evaluation).
+    ConditionError {
+        message: String,
+        conditions: Vec<String>,
+    },
 }
 
 impl fmt::Display for Skip {
@@ -32,6 +41,15 @@ impl fmt::Display for Skip {
             Self::NamespaceSelector => "namespaceSelector does not match",
             Self::ObjectSelector => "objectSelector matches neither object nor oldObject",
             Self::NotReinvoked => "not scheduled for reinvocation",
+            Self::ConditionFalse(name) => return write!(f, "matchCondition {name:?} is false"),
+            Self::ConditionError { message, conditions } => {
+                let which = match conditions.as_slice() {
+                    [] => "matchConditions failed to evaluate".to_owned(),
+                    [one] => format!("matchCondition {one:?} failed to evaluate"),
+                    many => format!("matchConditions {} failed to evaluate", many.join(", ")),
+                };
+                return write!(f, "{which} and failurePolicy is Ignore: {message}");
+            }
         })
     }
 }

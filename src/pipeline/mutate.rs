@@ -54,6 +54,7 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
             }
             let (changed, judgement) = call_hook(review, hook, round).await;
             if changed {
+                review.conditions.object_changed();
                 // A change schedules every IfNeeded webhook invoked before it (§11.3 a).
                 reinvocation.scheduled.extend(reinvocation.awaiting.drain());
                 changed_in_round_0 |= round == 0;

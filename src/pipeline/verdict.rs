@@ -91,6 +91,31 @@ pub(crate) fn namespace_not_found(name: &str, hook_name: &str) -> Status {
     }
 }
 
+/// `apierrors.NewForbidden(resource.GroupResource(), name, err)`: 403, how a matchConditions
+/// error fails the request under `failurePolicy: Fail` (§4.5).
+pub(crate) fn forbidden(group: &str, resource: &str, name: &str, message: &str) -> Status {
+    let qualified = if group.is_empty() { resource.to_owned() } else { format!("{resource}.{group}") };
+    let message = match (qualified.is_empty(), name.is_empty()) {
+        (true, _) => format!("forbidden: {message}"),
+        (false, true) => format!("{qualified} is forbidden: {message}"),
+        (false, false) => format!("{qualified} {} is forbidden: {message}", crate::go::strconv::quote(name)),
+    };
+    let mut details = serde_json::Map::new();
+    for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
+        if !value.is_empty() {
+            details.insert(key.to_owned(), json!(value));
+        }
+    }
+    Status {
+        status: Some("Failure".into()),
+        message: Some(message),
+        reason: Some("Forbidden".into()),
+        details: Some(serde_json::Value::Object(details)),
+        code: Some(403),
+        metadata: None,
+    }
+}
+
 /// Several validating webhooks failed the request. The API server returns only the first one
 /// to complete; the gateway keeps the first in configuration order and names every one.
 pub(crate) fn several(mut statuses: Vec<Status>) -> Option<Status> {
@@ -166,6 +191,18 @@ mod tests {
             Some(json!({"causes": [{"message": "failed calling webhook \"a.b.c\": boom"}]}))
         );
         assert_eq!(status.code, Some(500));
+    }
+
+    #[test]
+    fn forbidden_names_the_resource_as_the_api_server_does() {
+        let pods = forbidden("", "pods", "web", "boom");
+        assert_eq!(pods.message.as_deref(), Some("pods \"web\" is forbidden: boom"));
+        assert_eq!((pods.code, pods.reason.as_deref()), (Some(403), Some("Forbidden")));
+        assert_eq!(pods.details, Some(json!({"name": "web", "kind": "pods"})));
+        let deployments = forbidden("apps", "deployments", "", "boom");
+        assert_eq!(deployments.message.as_deref(), Some("deployments.apps is forbidden: boom"));
+        assert_eq!(deployments.details, Some(json!({"group": "apps", "kind": "deployments"})));
+        assert_eq!(forbidden("", "", "", "boom").message.as_deref(), Some("forbidden: boom"));
     }
 
     #[test]

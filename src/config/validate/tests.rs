@@ -70,9 +70,11 @@ fn baseline() -> WebhookConfiguration {
 }
 
 fn conditions(names: &[&str]) -> Option<Vec<MatchCondition>> {
-    let conditions =
-        names.iter().map(|name| MatchCondition { name: (*name).to_owned(), expression: "true".to_owned() });
-    Some(conditions.collect())
+    Some(names.iter().map(|name| condition(name, "true")).collect())
+}
+
+fn condition(name: &str, expression: &str) -> MatchCondition {
+    MatchCondition::new(name, expression)
 }
 
 fn strings(values: &[&str]) -> Vec<String> {
@@ -540,8 +542,6 @@ fn set_expression(config: &mut WebhookConfiguration, operator: &str, values: &[&
 
 #[test]
 fn admission_review_versions_and_match_conditions() {
-    const CEL: &str = "Forbidden: matchConditions (CEL) are not supported by this version of \
-        admission-gateway; the webhook would be called where the API server would skip it";
     let cases: &[Case] = &[
         (
             "no admissionReviewVersions",
@@ -576,11 +576,7 @@ fn admission_review_versions_and_match_conditions() {
                 "Invalid value: [\"v2\"]: must include at least one of v1, v1beta1 (legacy value",
             )],
         ),
-        (
-            "any match condition",
-            |c| c.webhooks[0].match_conditions = conditions(&["only-pods"]),
-            &[("webhooks[0].matchConditions", E, CEL)],
-        ),
+        ("match conditions that compile", |c| c.webhooks[0].match_conditions = conditions(&["only-pods"]), &[]),
         (
             "too many match conditions",
             |c| {
@@ -588,19 +584,12 @@ fn admission_review_versions_and_match_conditions() {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 c.webhooks[0].match_conditions = conditions(&names);
             },
-            &[
-                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
-                ("webhooks[0].matchConditions", E, "Too many: 65: must have at most 64 items"),
-            ],
+            &[("webhooks[0].matchConditions", E, "Too many: 65: must have at most 64 items")],
         ),
         (
             "empty condition",
-            |c| {
-                c.webhooks[0].match_conditions =
-                    Some(vec![MatchCondition { name: String::new(), expression: " \n".to_owned() }]);
-            },
+            |c| c.webhooks[0].match_conditions = Some(vec![condition("", " \n")]),
             &[
-                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
                 ("webhooks[0].matchConditions[0].expression", E, "Required value"),
                 ("webhooks[0].matchConditions[0].name", E, "Required value"),
             ],
@@ -608,21 +597,39 @@ fn admission_review_versions_and_match_conditions() {
         (
             "condition name not qualified",
             |c| c.webhooks[0].match_conditions = conditions(&["a b"]),
-            &[
-                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
-                (
-                    "webhooks[0].matchConditions[0].name",
-                    E,
-                    "Invalid value: \"a b\": name part must consist of",
-                ),
-            ],
+            &[("webhooks[0].matchConditions[0].name", E, "Invalid value: \"a b\": name part must consist of")],
         ),
         (
             "duplicate condition names",
             |c| c.webhooks[0].match_conditions = conditions(&["x", "x"]),
+            &[("webhooks[0].matchConditions[1].name", E, "Duplicate value: \"x\"")],
+        ),
+        (
+            "expressions that do not compile, every one named",
+            |c| {
+                c.webhooks[0].match_conditions = Some(vec![
+                    condition("syntax", " object.metadata.name == "),
+                    condition("fine", "object.metadata.name == 'x'"),
+                    condition("unknown-variable", "foo == 1"),
+                    condition("not-bool", "size(object.spec.containers)"),
+                ]);
+            },
             &[
-                ("webhooks[0].matchConditions", E, "Forbidden: matchConditions (CEL)"),
-                ("webhooks[0].matchConditions[1].name", E, "Duplicate value: \"x\""),
+                (
+                    "webhooks[0].matchConditions[0].expression",
+                    E,
+                    "Invalid value: \"object.metadata.name ==\": compilation failed: ERROR: <input>:1:",
+                ),
+                (
+                    "webhooks[0].matchConditions[2].expression",
+                    E,
+                    "Invalid value: \"foo == 1\": compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '') (matchCondition \"unknown-variable\")",
+                ),
+                (
+                    "webhooks[0].matchConditions[3].expression",
+                    E,
+                    "Invalid value: \"size(object.spec.containers)\": must evaluate to bool but got int (matchCondition \"not-bool\")",
+                ),
             ],
         ),
     ];

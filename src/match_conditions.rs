@@ -1,0 +1,68 @@
+//! CEL for webhook `matchConditions` (docs/semantics.md §4.5), on the `cel` crate with
+//! kube-cel's Kubernetes libraries. A leaf like `go`: `config` compiles with it, `pipeline`
+//! evaluates with it.
+//!
+//! - [`compile`] parses an expression once, when the configuration loads, checks what can be
+//!   checked without cel-go's type checker (variables, functions, `request` fields, a result
+//!   that is evidently not a bool) and rewrites the tree so that evaluation is metered and
+//!   behaves as cel-go where the `cel` crate does not (see `check.rs`).
+//! - [`evaluate`] runs one webhook's conditions in list order against [`Variables`], with the
+//!   API server's outcome rules: a false condition wins over errors, errors without a false
+//!   go to the caller's failurePolicy.
+//! - [`Variables`] holds `object`, `oldObject` and `request` converted to CEL values; the
+//!   pipeline keeps one per review and converts each object version once.
+//!
+//! Evaluation is bounded (`runtime.rs`): every call and every comprehension iteration is a
+//! step, large strings and lists cost in proportion to their size, with the API server's
+//! budgets (1,000,000 per expression, 2,500,000 per webhook) and a 100 ms wall-clock limit
+//! per webhook on top.
+
+use kube_cel::cel;
+
+mod check;
+mod convert;
+mod functions;
+mod names;
+mod runtime;
+#[cfg(test)]
+mod tests;
+mod types;
+
+pub(crate) use convert::{json_value, request_value};
+pub(crate) use runtime::{evaluate, Condition, Outcome, Variables};
+#[cfg(test)]
+pub(crate) use runtime::{evaluate_within, Limits};
+
+/// One compiled `matchConditions[].expression`.
+#[derive(Debug)]
+pub(crate) struct Program {
+    /// The parsed expression, rewritten for metered evaluation.
+    expr: cel::IdedExpr,
+    /// The variables it reads, so that only those are converted.
+    pub(crate) uses: Uses,
+}
+
+/// Which of the request-dependent variables an expression reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Uses {
+    pub(crate) object: bool,
+    pub(crate) old_object: bool,
+    pub(crate) request: bool,
+}
+
+impl Uses {
+    pub(crate) fn union(self, other: Self) -> Self {
+        Self {
+            object: self.object || other.object,
+            old_object: self.old_object || other.old_object,
+            request: self.request || other.request,
+        }
+    }
+}
+
+/// Compiles one expression (already trimmed, as the API server compiles it on validation).
+/// `Err` is the detail of the API server's `Invalid value` error: `compilation failed: …` or
+/// `must evaluate to bool but got …`.
+pub(crate) fn compile(expression: &str) -> Result<Program, String> {
+    check::compile(expression)
+}

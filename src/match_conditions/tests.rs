@@ -1,0 +1,386 @@
+use serde_json::{json, Value as Json};
+
+use super::names;
+use super::runtime::resolves;
+use super::*;
+
+fn pod() -> Json {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "prod", "labels": {"app": "web", "tier": "front"}},
+        "spec": {
+            "containers": [
+                {"name": "app", "image": "registry.example.com/web:1.2", "resources": {"limits": {"memory": "512Mi"}}},
+                {"name": "sidecar", "image": "docker.io/envoy:1.30"}
+            ],
+            "hostNetwork": false, "priority": 7, "ratio": 0.5
+        }
+    })
+}
+
+fn request() -> Json {
+    json!({
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "subResource": "status", "requestSubResource": "status",
+        "name": "web", "namespace": "prod", "operation": "UPDATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:ctrl", "uid": "u-1",
+                     "groups": ["system:serviceaccounts", "system:authenticated"], "extra": {"scopes": ["a"]}},
+        "dryRun": true,
+        "options": {"kind": "UpdateOptions", "fieldManager": "kubectl"}
+    })
+}
+
+/// Evaluates `(name, expression)` conditions against the sample pod as `object`, the same pod
+/// with another label as `oldObject`, and the sample request.
+fn eval(conditions: &[(&str, &str)]) -> Outcome {
+    eval_with(conditions, Some(&pod()), Some(&old_pod()))
+}
+
+fn old_pod() -> Json {
+    let mut old = pod();
+    old["metadata"]["labels"]["tier"] = json!("back");
+    old
+}
+
+fn eval_with(conditions: &[(&str, &str)], object: Option<&Json>, old: Option<&Json>) -> Outcome {
+    let programs: Vec<Program> = conditions
+        .iter()
+        .map(|(_, e)| compile(e.trim()).unwrap_or_else(|err| panic!("{e}: {err}")))
+        .collect();
+    let conditions: Vec<Condition<'_>> = conditions
+        .iter()
+        .zip(&programs)
+        .map(|((name, expression), program)| Condition { name, expression, program })
+        .collect();
+    let mut variables = Variables {
+        object: Some(json_value(object)),
+        old_object: Some(json_value(old)),
+        request: Some(request_value(&request())),
+    };
+    let outcome = evaluate(&conditions, &mut variables);
+    assert!(variables.object.is_some() && variables.request.is_some(), "variables are given back");
+    outcome
+}
+
+fn is_true(expression: &str) {
+    assert_eq!(eval(&[("c", expression)]), Outcome::Match, "{expression}");
+}
+
+fn is_false(expression: &str) {
+    assert_eq!(eval(&[("c", expression)]), Outcome::False { condition: "c".into() }, "{expression}");
+}
+
+fn error_of(expression: &str) -> String {
+    match eval(&[("c", expression)]) {
+        Outcome::Error { message, conditions } => {
+            assert_eq!(conditions, ["c"], "{expression}: {message}");
+            message
+        }
+        other => panic!("{expression}: expected an error of the condition, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_listed_function_resolves() {
+    for name in names::all() {
+        assert!(resolves(name), "{name} is not registered");
+    }
+    for absent in ["url", "isURL", "math.greatest", "base64.encode", "jsonpatch.escapeKey"] {
+        assert!(!resolves(absent), "{absent} is not in the API server's webhook environment");
+    }
+}
+
+#[test]
+fn outcomes_follow_the_matcher() {
+    const ERR: &str = "object.spec.missing == 1";
+    let error = "expression 'object.spec.missing == 1' resulted in error: no such key: missing";
+    let cases: &[(&[(&str, &str)], Outcome)] = &[
+        (&[("a", "true")], Outcome::Match),
+        (&[("a", "true"), ("b", "1 == 1")], Outcome::Match),
+        (&[], Outcome::Match),
+        (&[("a", "false")], Outcome::False { condition: "a".into() }),
+        (&[("a", "false"), ("b", "false")], Outcome::False { condition: "a".into() }),
+        (&[("a", "true"), ("b", "false"), ("c", "true")], Outcome::False { condition: "b".into() }),
+        // A false condition wins over errors, before or after it.
+        (&[("a", ERR), ("b", "false"), ("c", ERR)], Outcome::False { condition: "b".into() }),
+        (
+            &[("a", "true"), ("b", ERR)],
+            Outcome::Error { message: error.into(), conditions: vec!["b".into()] },
+        ),
+        // The same error twice is reported once; two different ones as a list.
+        (
+            &[("a", ERR), ("b", "true"), ("c", ERR)],
+            Outcome::Error { message: error.into(), conditions: vec!["a".into(), "c".into()] },
+        ),
+        (
+            &[("a", ERR), ("b", "object.nope == 1")],
+            Outcome::Error {
+                message: format!(
+                    "[{error}, expression 'object.nope == 1' resulted in error: no such key: nope]"
+                ),
+                conditions: vec!["a".into(), "b".into()],
+            },
+        ),
+    ];
+    for (conditions, expected) in cases {
+        assert_eq!(&eval(conditions), expected, "{conditions:?}");
+    }
+}
+
+#[test]
+fn variables() {
+    // object, oldObject
+    is_true("object.metadata.name == 'web'");
+    is_true("object.spec.priority == 7 && object.spec.ratio == 0.5");
+    is_true("oldObject.metadata.labels.tier == 'back' && object.metadata.labels.tier == 'front'");
+    is_false("object.spec.hostNetwork == true");
+    // request, every field the API server exposes
+    is_true("request.kind.group == '' && request.kind.version == 'v1' && request.kind.kind == 'Pod'");
+    is_true("request.resource.resource == 'pods' && request.requestResource.resource == 'pods'");
+    is_true("request.requestKind.kind == 'Pod'");
+    is_true("request.subResource == 'status' && request.requestSubResource == 'status'");
+    is_true("request.name == 'web' && request.namespace == 'prod' && request.operation == 'UPDATE'");
+    is_true("request.userInfo.username.startsWith('system:serviceaccount:kube-system:')");
+    is_true("request.userInfo.uid == 'u-1' && 'system:authenticated' in request.userInfo.groups");
+    is_true("request.userInfo.extra.scopes == ['a']");
+    is_true("request.dryRun");
+    is_true("request.options.fieldManager == 'kubectl'");
+    // namespaceObject exists and is null for webhooks
+    is_true("namespaceObject == null");
+    // Absent objects are null, and selecting from null is an error (not `false`).
+    let delete =
+        eval_with(&[("c", "object == null && oldObject.metadata.name == 'web'")], None, Some(&pod()));
+    assert_eq!(delete, Outcome::Match);
+    let on_null = eval_with(&[("c", "object.metadata.name == 'web'")], None, Some(&pod()));
+    assert!(
+        matches!(&on_null, Outcome::Error { message, .. } if message.ends_with("resulted in error: no such key: metadata")),
+        "{on_null:?}"
+    );
+}
+
+#[test]
+fn library_functions() {
+    is_true("has(object.metadata.labels) && !has(object.metadata.annotations)");
+    is_true("has(object.metadata.labels.app)");
+    is_true("object.metadata.name.matches('^w.b$') && !object.metadata.name.matches('^x')");
+    is_true("object.spec.containers[0].image.startsWith('registry.example.com/')");
+    is_true("object.spec.containers[1].image.endsWith(':1.30')");
+    is_true("object.spec.containers.all(c, c.image.contains('/'))");
+    is_false("object.spec.containers.all(c, c.image.startsWith('registry.example.com/'))");
+    is_true("object.spec.containers.exists(c, c.name == 'sidecar')");
+    is_true("object.spec.containers.exists_one(c, c.name == 'app')");
+    is_true("object.spec.containers.filter(c, c.image.startsWith('docker.io/')).size() == 1");
+    is_true("object.spec.containers.map(c, c.name) == ['app', 'sidecar']");
+    is_true("object.spec.containers.map(c, c.name.startsWith('s'), c.name) == ['sidecar']");
+    is_true("object.metadata.labels.all(k, k in ['app', 'tier'])");
+    is_true("object.metadata.labels.exists(k, object.metadata.labels[k] == 'front')");
+    is_true("size(object.spec.containers) == 2 && object.metadata.name.size() == 3");
+    is_true("object.metadata.?annotations.orValue({}).size() == 0");
+    is_true("'a,b'.split(',') == ['a', 'b'] && ['x', 'y'].join('-') == 'x-y'");
+    is_true("object.metadata.name.upperAscii() == 'WEB' && 'a-b'.replace('-', '_') == 'a_b'");
+    is_true("sets.contains(['a', 'b', 'c'], ['a'])");
+    is_true("[3, 1, 2].sort() == [1, 2, 3] && lists.range(3) == [0, 1, 2] && [1, 1].distinct() == [1]");
+    is_true("'%s-%d'.format(['x', 1]) == 'x-1'");
+    is_true("format.dns1123Label().validate('web').hasValue() == false");
+    is_true("semver('1.2.3').isLessThan(semver('1.10.0'))");
+    is_true("duration('1m') > duration('59s') && timestamp('2024-01-01T00:00:00Z') < timestamp('2025-01-01T00:00:00Z')");
+}
+
+#[test]
+fn quantity_ip_and_cidr() {
+    is_true("quantity(object.spec.containers[0].resources.limits.memory).isLessThan(quantity('1Gi'))");
+    is_true("quantity('1.5').asApproximateFloat() == 1.5 && isQuantity('10m') && !isQuantity('ten')");
+    // Go's ParseQuantity rejects surrounding whitespace, which kube-cel trims.
+    is_true("!isQuantity(' 1Gi') && !isQuantity('1Gi ')");
+    assert!(error_of("quantity(' 1Gi').isInteger()").ends_with(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    ));
+    assert!(error_of("quantity('1Gi\\n').isInteger()").ends_with("unable to parse quantity's suffix"));
+    is_true("ip('10.0.0.1').family() == 4 && isIP('::1') && !isIP('10.0.0.256')");
+    is_true("cidr('10.0.0.0/8').containsIP(ip('10.1.2.3')) && !cidr('10.0.0.0/8').containsIP('192.168.0.1')");
+    is_true("isCIDR('fd00::/8') && cidr('10.0.0.0/8').prefixLength() == 8");
+}
+
+#[test]
+fn the_authorizer_is_an_evaluation_error() {
+    for expression in [
+        "authorizer.group('').resource('pods').namespace('prod').check('delete').allowed()",
+        "authorizer.requestResource.check('update').allowed()",
+        "authorizer.serviceAccount('kube-system', 'ctrl').resource('pods').check('get').allowed()",
+        "authorizer == null",
+    ] {
+        let message = error_of(expression);
+        assert!(
+            message.ends_with("authorizer is not available: admission-gateway has no cluster to send SubjectAccessReviews to"),
+            "{expression}: {message}"
+        );
+    }
+    // With a false condition beside it, the webhook is skipped all the same.
+    let outcome = eval(&[("a", "authorizer.requestResource.check('get').allowed()"), ("b", "false")]);
+    assert_eq!(outcome, Outcome::False { condition: "b".into() });
+}
+
+#[test]
+fn compile_errors() {
+    let cases: &[(&str, &str)] = &[
+        ("object.metadata.name ==", "compilation failed: ERROR: <input>:1:"),
+        ("1 +* 2", "compilation failed: ERROR: <input>:1:"),
+        ("foo == 1", "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')"),
+        ("params.x == 1", "undeclared reference to 'params' (in container '')"),
+        ("object.spec.containers.all(c, d.name == 'x')", "undeclared reference to 'd' (in container '')"),
+        ("url('https://x').getHost() == 'x'", "undeclared reference to 'url' (in container '')"),
+        ("math.greatest(1, 2) == 2", "undeclared reference to 'math.greatest' (in container '')"),
+        ("object.name.nosuch()", "undeclared reference to 'nosuch' (in container '')"),
+        ("request.uid == 'x'", "compilation failed: ERROR: <input>: undefined field 'uid'"),
+        ("request.object.metadata.name == 'x'", "undefined field 'object'"),
+        ("request.userInfo.name == 'x'", "undefined field 'name'"),
+        ("request.kind.resource == 'x'", "undefined field 'resource'"),
+        ("Foo{a: 1} == null", "message construction is not supported"),
+        ("1", "must evaluate to bool but got int"),
+        ("'yes'", "must evaluate to bool but got string"),
+        ("[true]", "must evaluate to bool but got list(bool)"),
+        ("object.spec.hostNetwork", "must evaluate to bool but got dyn"),
+        ("object", "must evaluate to bool but got dyn"),
+        ("request.name", "must evaluate to bool but got string"),
+        ("request.kind", "must evaluate to bool but got kubernetes.GroupVersionKind"),
+        ("size(object.spec.containers)", "must evaluate to bool but got int"),
+        ("object.spec.priority + 1", "must evaluate to bool but got int"),
+        ("object.spec.containers.map(c, c.name)", "must evaluate to bool but got list(dyn)"),
+    ];
+    for (expression, expected) in cases {
+        match compile(expression) {
+            Ok(_) => panic!("{expression}: compiled"),
+            Err(error) => {
+                assert!(error.starts_with(expected) || error.contains(expected), "{expression}: {error}")
+            }
+        }
+    }
+    // Comprehension variables, qualified functions and the request's dyn fields are fine.
+    for expression in [
+        "object.spec.containers.all(c, c.name != '')",
+        "[1, 2].exists(x, [3].all(y, x < y))",
+        "sets.intersects(['a'], ['a'])",
+        "request.options.anything == 1",
+        "request.userInfo.extra['x'] == ['y']",
+        "request.dryRun",
+        "has(request.subResource)",
+        "object.?metadata.?labels.?app.orValue('') == 'web'",
+    ] {
+        compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+    }
+}
+
+fn eval_within(conditions: &[(&str, &str)], limits: Limits) -> Outcome {
+    let programs: Vec<Program> = conditions.iter().map(|(_, e)| compile(e).unwrap()).collect();
+    let conditions: Vec<Condition<'_>> = conditions
+        .iter()
+        .zip(&programs)
+        .map(|((name, expression), program)| Condition { name, expression, program })
+        .collect();
+    let mut variables = Variables { object: Some(json_value(Some(&pod()))), ..Variables::default() };
+    evaluate_within(&conditions, &mut variables, limits)
+}
+
+const EXPRESSION_BUDGET: &str = "operation cancelled: actual cost limit exceeded";
+const WEBHOOK_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+#[test]
+fn evaluation_is_bounded_by_steps() {
+    let small =
+        Limits { per_expression: 1_000, per_webhook: 2_500, deadline: std::time::Duration::from_secs(60) };
+    // Every comprehension iteration is a step.
+    let loop_of = |n: u32| format!("lists.range({n}).all(i, i >= 0)");
+    assert_eq!(eval_within(&[("a", &loop_of(100))], small), Outcome::Match);
+    let over = eval_within(&[("a", &loop_of(600))], small);
+    assert_eq!(
+        over,
+        Outcome::Error {
+            message: format!("expression '{}' resulted in error: {EXPRESSION_BUDGET}", loop_of(600)),
+            conditions: vec!["a".into()],
+        }
+    );
+    // A false condition still wins over one that ran out of its own budget.
+    let outcome = eval_within(&[("a", &loop_of(600)), ("b", "false")], small);
+    assert_eq!(outcome, Outcome::False { condition: "b".into() });
+    // The webhook's budget ends the whole evaluation, and then no false wins (activation.go).
+    let outcome = eval_within(
+        &[("a", "false"), ("b", &loop_of(400)), ("c", &loop_of(400)), ("d", &loop_of(400))],
+        small,
+    );
+    assert_eq!(outcome, Outcome::Error { message: WEBHOOK_BUDGET.into(), conditions: vec![] });
+    // map/filter count their elements too.
+    let mapped = "lists.range(600).map(i, i * 2).size() > 0";
+    assert!(matches!(eval_within(&[("a", mapped)], small), Outcome::Error { .. }));
+}
+
+#[test]
+fn evaluation_is_bounded_by_size() {
+    let small =
+        Limits { per_expression: 1_000, per_webhook: 2_500, deadline: std::time::Duration::from_secs(60) };
+    // Strings built by concatenation are charged by their size (one step per 10 bytes)...
+    let doubling = "[object.metadata.name + object.metadata.name].map(a, a + a + a + a + a + a + a + a + a + a).map(b, b + b + b + b + b + b + b + b + b + b).map(c, c + c + c + c + c + c + c + c + c + c).size() > 0";
+    assert!(
+        matches!(eval_within(&[("a", doubling)], small), Outcome::Error { message, .. } if message.ends_with(EXPRESSION_BUDGET))
+    );
+    // ... and a call that would build something huge is charged before it runs.
+    let started = std::time::Instant::now();
+    let blowup = "'x'.replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').size() > 0";
+    assert!(
+        matches!(eval(&[("a", blowup)]), Outcome::Error { message, .. } if message.ends_with(EXPRESSION_BUDGET))
+    );
+    for expression in [
+        "lists.range(2000000).size() > 0",
+        "lists.range(4000).distinct().size() > 0",
+        "sets.contains(lists.range(4000), lists.range(4000))",
+    ] {
+        assert!(
+            matches!(eval(&[("a", expression)]), Outcome::Error { message, .. } if message.ends_with(EXPRESSION_BUDGET)),
+            "{expression}"
+        );
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[test]
+fn evaluation_is_bounded_in_time() {
+    // Nested loops far beyond any budget: stopped by the budget or the deadline, quickly.
+    let nested = "lists.range(1000).all(a, lists.range(1000).all(b, lists.range(1000).all(c, true)))";
+    let started = std::time::Instant::now();
+    let outcome = eval(&[("a", nested), ("b", nested)]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        matches!(&outcome, Outcome::Error { message, .. } if message.contains(EXPRESSION_BUDGET) || message.contains("ran longer than admission-gateway's limit of 100 ms")),
+        "{outcome:?}"
+    );
+    let limits = Limits {
+        per_expression: u64::MAX,
+        per_webhook: u64::MAX,
+        deadline: std::time::Duration::from_millis(20),
+    };
+    let started = std::time::Instant::now();
+    let outcome = eval_within(&[("a", "true"), ("b", nested), ("c", "false")], limits);
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!(
+        outcome,
+        Outcome::Error {
+            message: "match conditions ran longer than admission-gateway's limit of 20 ms, no further conditions will be run".into(),
+            conditions: vec![],
+        }
+    );
+    // Ordinary work is nowhere near the bounds.
+    is_true("lists.range(2000).map(i, i * 2).filter(i, i % 4 == 0).size() == 1000");
+}
+
+#[test]
+fn variables_not_lent_stay_unconverted() {
+    let program = compile("object == null").unwrap();
+    let conditions = [Condition { name: "c", expression: "object == null", program: &program }];
+    let mut variables = Variables { request: Some(request_value(&request())), ..Variables::default() };
+    assert_eq!(evaluate(&conditions, &mut variables), Outcome::Match, "an unconverted object is null");
+    assert!(variables.object.is_none() && variables.old_object.is_none(), "nothing is made up for them");
+    assert!(variables.request.is_some(), "what was lent comes back");
+}

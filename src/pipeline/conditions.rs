@@ -1,0 +1,159 @@
+//! Step §4.0.7: a webhook's matchConditions (docs/semantics.md §4.5), evaluated once its rules
+//! and selectors let it through.
+//!
+//! CEL values are made once per review and object version, not once per condition or webhook:
+//! [`State`] keeps `request` and `oldObject` for the whole review and `object` until a patch
+//! changes it (the mutating chain calls [`State::object_changed`]), so the conditions of every
+//! webhook of a phase share one conversion. Only the variables some condition of the webhook
+//! reads are converted at all.
+
+use serde_json::{json, Value};
+
+use super::matching::Skip;
+use super::object::ObjectState;
+use super::verdict;
+use crate::config::compile::{FailurePolicy, Hook};
+use crate::match_conditions::{self, json_value, request_value, Condition, Outcome, Variables};
+use crate::review::decode::IncomingReview;
+use crate::review::Status;
+
+/// The CEL variables of one review.
+#[derive(Default)]
+pub(crate) struct State {
+    variables: Variables,
+    /// Counts the object's changes; `variables.object` is of version `object_converted`.
+    object_version: u64,
+    object_converted: Option<u64>,
+}
+
+impl State {
+    /// A patch changed the object: the next condition that reads `object` converts it again.
+    pub(crate) fn object_changed(&mut self) {
+        self.object_version += 1;
+    }
+}
+
+/// `Ok(None)`: call the webhook; `Ok(Some(skip))`: a condition is false, or evaluation failed
+/// under `failurePolicy: Ignore`; `Err`: it failed under `Fail`, and so does the request.
+pub(crate) fn evaluate(
+    hook: &Hook,
+    review: &IncomingReview,
+    object: &mut ObjectState<'_>,
+    state: &mut State,
+) -> Result<Option<Skip>, Status> {
+    if hook.match_conditions.is_empty() {
+        return Ok(None);
+    }
+    let uses = hook.condition_uses;
+    if uses.object && state.object_converted != Some(state.object_version) {
+        state.variables.object = Some(json_value(object.tree()));
+        state.object_converted = Some(state.object_version);
+    }
+    if uses.old_object && state.variables.old_object.is_none() {
+        let old = review.request.old_object.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok());
+        state.variables.old_object = Some(json_value(old.as_ref()));
+    }
+    if uses.request && state.variables.request.is_none() {
+        state.variables.request = Some(request_value(&request(review)));
+    }
+    let conditions: Vec<Condition<'_>> = hook
+        .match_conditions
+        .iter()
+        .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
+        .collect();
+    match match_conditions::evaluate(&conditions, &mut state.variables) {
+        Outcome::Match => Ok(None),
+        Outcome::False { condition } => Ok(Some(Skip::ConditionFalse(condition))),
+        Outcome::Error { message, conditions } => match hook.failure_policy {
+            FailurePolicy::Ignore => Ok(Some(Skip::ConditionError { message, conditions })),
+            FailurePolicy::Fail => {
+                // `attr.GetResource()`: the resource as requested.
+                let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
+                Err(verdict::forbidden(&resource.group, &resource.resource, &review.request.name, &message))
+            }
+        },
+    }
+}
+
+/// The `request` variable: the AdmissionRequest as `CreateAdmissionRequest` (plugin/cel/
+/// condition.go) builds it and CEL sees it, field by field as its JSON encoding (`omitempty`
+/// fields absent when empty), without `uid`, `object` and `oldObject`.
+fn request(review: &IncomingReview) -> Value {
+    let r = &review.request;
+    let (kind, resource) = (review.kind(), review.resource());
+    let mut request = json!({
+        "kind": to_json(kind),
+        "resource": to_json(resource),
+        "requestKind": to_json(r.request_kind.as_ref().unwrap_or(kind)),
+        "requestResource": to_json(r.request_resource.as_ref().unwrap_or(resource)),
+        "operation": review.operation().as_str(),
+        "userInfo": user_info(review),
+        "dryRun": review.dry_run(),
+        "options": r.options.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok()),
+    });
+    let request_sub_resource = r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource);
+    for (key, value) in [
+        ("subResource", r.sub_resource.as_str()),
+        ("requestSubResource", request_sub_resource),
+        ("name", r.name.as_str()),
+        ("namespace", r.namespace.as_str()),
+    ] {
+        if !value.is_empty() {
+            request[key] = json!(value);
+        }
+    }
+    request
+}
+
+/// `userInfo` with its `omitempty` fields (username, uid, groups, extra) absent when empty.
+fn user_info(review: &IncomingReview) -> Value {
+    let mut info: Value = serde_json::from_str(review.user_info().get()).unwrap_or_else(|_| json!({}));
+    if let Value::Object(fields) = &mut info {
+        fields.retain(|_, v| match v {
+            Value::Null => false,
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            _ => true,
+        });
+    }
+    info
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_variable_is_the_admission_request_as_cel_sees_it() {
+        let review = crate::review::decode::review(
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
+            "uid":"u1","kind":{"group":"apps","version":"v1","kind":"Deployment"},
+            "resource":{"group":"apps","version":"v1","resource":"deployments"},"subResource":"scale",
+            "name":"web","namespace":"prod","operation":"UPDATE",
+            "userInfo":{"username":"alice","groups":[],"extra":{}},
+            "object":{"spec":{}},"oldObject":{"spec":{}},"dryRun":true,
+            "options":{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            request(&review),
+            json!({
+                "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                "subResource": "scale",
+                "requestKind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                "requestResource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                "requestSubResource": "scale",
+                "name": "web", "namespace": "prod", "operation": "UPDATE",
+                "userInfo": {"username": "alice"},
+                "dryRun": true,
+                "options": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
+            })
+        );
+    }
+}

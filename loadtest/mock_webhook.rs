@@ -39,7 +39,8 @@
 //!
 //! The body must be an AdmissionReview (up to 3 MiB); only `apiVersion`, `request.uid` and
 //! whether `request.object.metadata.labels` exists are read, the rest is skipped. The answer
-//! echoes the review's `apiVersion` and `uid`. `GET /_stats` lists `PATH CALLS` per webhook.
+//! echoes the review's `apiVersion` and `uid`. `GET /_stats` lists `PATH CALLS IN_FLIGHT` per
+//! webhook (calls received; calls not answered yet).
 //!
 //! The module is also compiled into the integration tests (`tests/integration/loadtest_mock.rs`),
 //! which start it in process through [`start`].
@@ -296,12 +297,30 @@ impl Delay {
 // ---------------------------------------------------------------------------------------------
 // The fleet
 
-/// A configured webhook, with what it answers precomputed and its call count.
+/// A configured webhook, with what it answers precomputed, its call count and the calls it
+/// has not answered yet.
 struct Hook {
     spec: HookSpec,
     /// For `label:`: base64 JSONPatch when `metadata.labels` exists, and when it does not.
     patches: Option<(String, String)>,
     calls: AtomicU64,
+    in_flight: AtomicU64,
+}
+
+/// Counts one call in flight until dropped (answered, or abandoned by the connection).
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Every webhook of the process, by path.
@@ -335,7 +354,7 @@ impl Fleet {
                 }
                 _ => None,
             };
-            let hook = Hook { patches, spec, calls: AtomicU64::new(0) };
+            let hook = Hook { patches, spec, calls: AtomicU64::new(0), in_flight: AtomicU64::new(0) };
             if hook.spec.path == "*" {
                 fallback = Some(hook);
             } else {
@@ -349,13 +368,16 @@ impl Fleet {
         self.by_path.get(path).or(self.fallback.as_ref())
     }
 
-    /// `(path, calls)` of every webhook, sorted by path.
-    pub fn calls(&self) -> Vec<(String, u64)> {
+    /// `(path, calls, in flight)` of every webhook, sorted by path.
+    pub fn calls(&self) -> Vec<(String, u64, u64)> {
         let mut calls: Vec<_> = self
             .by_path
             .values()
             .chain(&self.fallback)
-            .map(|hook| (hook.spec.path.clone(), hook.calls.load(Ordering::Relaxed)))
+            .map(|hook| {
+                let (calls, in_flight) = (&hook.calls, &hook.in_flight);
+                (hook.spec.path.clone(), calls.load(Ordering::Relaxed), in_flight.load(Ordering::Relaxed))
+            })
             .collect();
         calls.sort();
         calls
@@ -424,7 +446,11 @@ struct ResetConnection;
 /// Answers one request.
 pub async fn handle(fleet: Arc<Fleet>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     if request.method() == Method::GET && request.uri().path() == "/_stats" {
-        let text: String = fleet.calls().iter().map(|(path, calls)| format!("{path} {calls}\n")).collect();
+        let text: String = fleet
+            .calls()
+            .iter()
+            .map(|(path, calls, in_flight)| format!("{path} {calls} {in_flight}\n"))
+            .collect();
         return reply(StatusCode::OK, "text/plain", Bytes::from(text));
     }
     if request.method() != Method::POST {
@@ -434,6 +460,7 @@ pub async fn handle(fleet: Arc<Fleet>, request: Request<Incoming>) -> Response<F
         return reply(StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"no such webhook"));
     };
     hook.calls.fetch_add(1, Ordering::Relaxed);
+    let _in_flight = InFlight::enter(&hook.in_flight);
     let path = request.uri().path().to_owned();
     let body = match Limited::new(request.into_body(), MAX_BODY_BYTES).collect().await {
         Ok(body) => body.to_bytes(),

@@ -15,7 +15,7 @@
 # (for `all`: a summary, then mutate-1's result line last). --write-readme rewrites the results
 # section of loadtest/README.md from this run.
 #
-# Knobs (environment): ROUNDS (3), DURATION (3, seconds per measured run), C1_DURATION (2),
+# Knobs (environment): ROUNDS (3), DURATION (2, seconds per measured run), C1_DURATION (1),
 # WARMUP (1), CONNECTIONS (32), THREADS (wrk -t, 1), RUST_LOG (the gateway's, info),
 # KEEP_WORK=1 (keep the temporary directory: configurations, logs, wrk outputs).
 # Needs cargo, openssl, curl, python3; installs wrk and nginx with apt-get when missing.
@@ -25,8 +25,8 @@ ROOT=$PWD
 
 ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object inflight-2000)
 ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-3}
-C1_DURATION=${C1_DURATION:-2}
+DURATION=${DURATION:-2}
+C1_DURATION=${C1_DURATION:-1}
 WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
@@ -48,6 +48,7 @@ usage() {
 
 # --- arguments ----------------------------------------------------------------------------
 SCENARIOS=()
+ARGS="$*"
 WRITE_README=
 for arg in "$@"; do
     case $arg in
@@ -498,7 +499,7 @@ standard_figures() {
 gateway_log_note() { # warnings and errors in a gateway's log
     local n
     n=$(grep -cE ' (WARN|ERROR) ' "$WORK/$1.log" || true)
-    echo "  gateway $1: $n WARN/ERROR log lines (RUST_LOG=$RUST_LOG)"
+    echo "  gateway log ($1): $n WARN/ERROR lines (RUST_LOG=$RUST_LOG)"
 }
 
 # --- scenarios ------------------------------------------------------------------------------
@@ -610,7 +611,7 @@ scenario_hung-ignore() {
     target direct "direct (mock, 1 s delay)" "https://$MOCK/sleep1s" "$b" "" "$ALLOWED"
     target nginx "nginx -> hang (504 at 1 s)" "https://$NGINX/hang" "$b" "$NGINX_PIDS" "504 "
     target gateway "gateway /validate" "https://${GW_ADDR[gateway]}/validate?timeout=2s" "$b" "${GW_PID[gateway]}" "$ALLOWED"
-    CONNS=8 S_WARMUP=0 C1_TARGETS= WRK_TIMEOUT=5 S_DURATION=$((DURATION + 1))
+    CONNS=8 S_WARMUP=0 C1_TARGETS= WRK_TIMEOUT=5 S_DURATION=4
     measure
     print_tables
     echo
@@ -784,7 +785,7 @@ fi
 
 if [ -n "$WRITE_README" ]; then
     {
-        echo "<!-- results: written by \`loadtest/compare.sh ${SCENARIOS[*]} --write-readme\`; do not edit by hand -->"
+        echo "<!-- results: written by \`loadtest/compare.sh $ARGS\`; do not edit by hand -->"
         echo
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') at \`$(git rev-parse --short HEAD 2> /dev/null || echo '?')\`$(git diff --quiet HEAD -- src 2> /dev/null || echo ' (src/ modified)') in ${ELAPSED} s on $MACHINE."
         echo

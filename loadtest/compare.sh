@@ -189,8 +189,9 @@ start_mock() {
     REFUSING=$(sed -n 's#^refusing on ##p' "$WORK/mock.out")
 }
 
-# start_gateway NAME FLEET_FILE: sets GW_ADDR[NAME], GW_PID[NAME], GW_METRICS[NAME], GW_START_MS[NAME].
-declare -A GW_ADDR GW_PID GW_METRICS GW_START_MS
+# start_gateway NAME FLEET_FILE: sets GW_ADDR[NAME], GW_PID[NAME], GW_METRICS[NAME],
+# GW_START_MS[NAME] (start to ready) and GW_IDLE_MIB[NAME] (RSS once ready, before any review).
+declare -A GW_ADDR GW_PID GW_METRICS GW_START_MS GW_IDLE_MIB
 start_gateway() {
     local name=$1 fleet=$2 started line
     started=$(date +%s%N)
@@ -204,6 +205,8 @@ start_gateway() {
     GW_ADDR[$name]=$(sed -n 's/.* address=\([0-9.:]*\).*/\1/p' <<< "$line")
     GW_METRICS[$name]=$(sed -n 's/.*metrics_address=\([0-9.:]*\).*/\1/p' <<< "$line")
     [ "$(curl -s "http://${GW_METRICS[$name]}/readyz")" = ok ] || die "gateway $name: /readyz is not ok"
+    sleep 0.2
+    GW_IDLE_MIB[$name]=$(awk -v k="$(memory_kb VmRSS "${GW_PID[$name]}")" 'BEGIN { printf "%.1f", k / 1024 }')
 }
 
 free_port() {
@@ -688,7 +691,7 @@ scenario_fleet-1000() {
     figure "p50 at c=1, 1,000 webhooks / 10" "${p50}×" "≤ 2×" "$(verdict "$p50" le 2)"
     figure "gateway CPU per review, 1,000 webhooks / 10" "${cpu}×" "—" "(no target)"
     echo "  start to ready: ${GW_START_MS[gateway10]} ms with 10 webhooks, ${GW_START_MS[gateway1000]} ms with 1,000"
-    echo "  idle RSS after start: see RSS column (1,000 webhooks: $(get load gateway1000 rss) MiB)"
+    echo "  RSS once ready: ${GW_IDLE_MIB[gateway10]} MiB with 10 webhooks, ${GW_IDLE_MIB[gateway1000]} MiB with 1,000"
     result gateway1000 nginx direct
 }
 
@@ -729,9 +732,7 @@ scenario_inflight-2000() {
     { configuration MutatingWebhookConfiguration loadtest
       webhook name=label.loadtest.example.com url="https://$MOCK/label"; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
-    sleep 0.5
-    local idle b
-    idle=$(awk -v k="$(memory_kb VmRSS "${GW_PID[gateway]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+    local idle=${GW_IDLE_MIB[gateway]} b
     b=$(body 10k $PAD)
     target direct "direct (mock, 2 s)" "https://$MOCK/label" "$b" "" "$GATEWAY_MUTATE"
     target nginx "nginx -> mock" "https://$NGINX/label" "$b" "$NGINX_PIDS" "$GATEWAY_MUTATE"

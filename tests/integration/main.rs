@@ -10,6 +10,7 @@ mod ca_bundle;
 mod cli;
 mod cli_contract;
 mod failure_policy;
+mod loadtest_mock;
 mod match_conditions;
 mod matching;
 mod mutating;

@@ -1,0 +1,817 @@
+#!/usr/bin/env bash
+# The gateway against the webhook direct and against nginx, in ONE run, per scenario.
+#
+#   loadtest/compare.sh SCENARIO... | all  [--write-readme]
+#
+# Scenarios: mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000
+# big-object inflight-2000 (loadtest/README.md says what each measures). For each, the script
+# starts the mock webhook fleet (loadtest/mock_webhook.rs), nginx as a TLS keep-alive reverse
+# proxy to it, and the gateway (release build) with a fleet pointing at it, all on random
+# loopback ports; drives the same wrk load at each target, alternating targets over ROUNDS
+# rounds; then a closed-loop c=1 run of each for the latency added. It prints throughput,
+# p50/p99/p999, CPU per request of the serving processes (from /proc), RSS, the scenario's
+# figure against its target, and last the line
+#   result: gateway/nginx throughput=R1 p99=R2; added p50=X_us p99=Y_us
+# (for `all`: a summary, then mutate-1's result line last). --write-readme rewrites the results
+# section of loadtest/README.md from this run.
+#
+# Knobs (environment): ROUNDS (3), DURATION (2, seconds per measured run), C1_DURATION (1),
+# WARMUP (1), CONNECTIONS (32), THREADS (wrk -t, 1), RUST_LOG (the gateway's, info),
+# KEEP_WORK=1 (keep the temporary directory: configurations, logs, wrk outputs).
+# Needs cargo, openssl, curl, python3; installs wrk and nginx with apt-get when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object inflight-2000)
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-2}
+C1_DURATION=${C1_DURATION:-1}
+WARMUP=${WARMUP:-1}
+CONNECTIONS=${CONNECTIONS:-32}
+THREADS=${THREADS:-1}
+export RUST_LOG=${RUST_LOG:-info}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BASE_REVIEW=$ROOT/tests/fixtures/reviews/pod-create.json
+README=$ROOT/loadtest/README.md
+TICKS=$(getconf CLK_TCK)
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() {
+    printf 'error: %s\n' "$*" >&2
+    exit 2
+}
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit "${1:-0}"
+}
+
+# --- arguments ----------------------------------------------------------------------------
+SCENARIOS=()
+ARGS="$*"
+WRITE_README=
+for arg in "$@"; do
+    case $arg in
+        -h | --help) usage 0 ;;
+        --write-readme) WRITE_README=1 ;;
+        all) SCENARIOS+=("${ALL_SCENARIOS[@]}") ;;
+        -*) die "unknown option $arg (see --help)" ;;
+        *)
+            [[ " ${ALL_SCENARIOS[*]} " == *" $arg "* ]] || die "unknown scenario $arg; one of: ${ALL_SCENARIOS[*]} all"
+            SCENARIOS+=("$arg")
+            ;;
+    esac
+done
+[ ${#SCENARIOS[@]} -gt 0 ] || usage 2
+
+# --- tools --------------------------------------------------------------------------------
+for tool in cargo openssl curl python3 base64 awk getconf; do
+    command -v "$tool" > /dev/null || die "$tool is required"
+done
+install_packages() {
+    local sudo=
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo > /dev/null || die "$* missing and we are not root: install $*"
+        sudo=sudo
+    fi
+    log "installing $*"
+    $sudo apt-get install -y "$@" > /dev/null 2>&1 || {
+        $sudo apt-get update > /dev/null
+        $sudo apt-get install -y "$@" > /dev/null
+    }
+}
+missing=()
+command -v wrk > /dev/null || missing+=(wrk)
+command -v nginx > /dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+[ ${#missing[@]} -eq 0 ] || install_packages "${missing[@]}"
+NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX_BIN" ] || die "nginx could not be installed"
+command -v wrk > /dev/null || die "wrk could not be installed"
+# 2,000 connections in flight need 3 descriptors each in some processes.
+ulimit -n "$(ulimit -Hn)" 2> /dev/null || true
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge 8192 ] || log "ulimit -n is $(ulimit -n): inflight-2000 may fail"
+
+# --- build --------------------------------------------------------------------------------
+log "building (release)"
+cargo build --release --locked --example mock-webhook --bin admission-gateway >&2 || die "the release build failed"
+GATEWAY_BIN=$TARGET_DIR/release/admission-gateway
+MOCK_BIN=$TARGET_DIR/release/examples/mock-webhook
+[ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] || die "the release build failed"
+
+# --- work directory and cleanup -------------------------------------------------------------
+WORK=$(mktemp -d -t admission-gateway-compare.XXXXXX)
+PIDS=()
+alive() { # PID is running (not a zombie)
+    local line
+    read -r line 2> /dev/null < "/proc/$1/stat" || return 1
+    line=${line##*) }
+    [ "${line%% *}" != Z ]
+}
+stop_all() {
+    local pid i running
+    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    for i in $(seq 50); do
+        running=
+        for pid in "${PIDS[@]}"; do alive "$pid" && running=1; done
+        [ -n "$running" ] || break
+        sleep 0.1
+    done
+    for pid in "${PIDS[@]}"; do kill -9 "$pid" 2> /dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
+    PIDS=()
+}
+cleanup() {
+    stop_all
+    if [ -n "${KEEP_WORK:-}" ]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- certificates: a CA and one serving certificate for 127.0.0.1, used by every server -----
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$WORK/ca.key" -out "$WORK/ca.crt" -days 1 -subj "/CN=admission-gateway compare CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2> /dev/null
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$WORK/tls.key" -out "$WORK/tls.csr" -subj "/CN=127.0.0.1" 2> /dev/null
+printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+    "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1" > "$WORK/tls.ext"
+openssl x509 -req -in "$WORK/tls.csr" -CA "$WORK/ca.crt" -CAkey "$WORK/ca.key" -CAcreateserial \
+    -days 1 -extfile "$WORK/tls.ext" -out "$WORK/tls.crt" 2> /dev/null
+CA_BUNDLE=$(base64 -w0 < "$WORK/ca.crt")
+
+# --- review bodies -------------------------------------------------------------------------
+# body NAME BYTES [LABEL=VALUE...]: pod-create.json, compact, with these labels, padded with
+# annotations to about BYTES; prints its path.
+body() {
+    local out=$WORK/body-$1.json
+    [ -f "$out" ] || python3 - "$BASE_REVIEW" "$out" "${@:2}" << 'EOF'
+import json, sys
+source, out, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+review = json.load(open(source))
+metadata = review["request"]["object"]["metadata"]
+metadata.setdefault("labels", {}).update(dict(a.split("=", 1) for a in sys.argv[4:]))
+notes = metadata.setdefault("annotations", {})
+current, i = len(json.dumps(review, separators=(",", ":"))), 0
+while current < size:
+    key = "loadtest.example.com/pad-%06d" % i
+    value = "x" * max(1, min(200, size - current - len(key) - 6))
+    notes[key] = value
+    current, i = current + len(key) + len(value) + 6, i + 1
+open(out, "w").write(json.dumps(review, separators=(",", ":")))
+EOF
+    echo "$out"
+}
+size_of() { wc -c < "$1" | tr -d ' '; }
+
+# --- processes -----------------------------------------------------------------------------
+# wait_line FILE PATTERN WHAT PID: up to 30 s for a line matching PATTERN in FILE.
+wait_line() {
+    local i
+    for i in $(seq 600); do
+        grep -q "$2" "$1" 2> /dev/null && return 0
+        kill -0 "$4" 2> /dev/null || { cat "$1" "${1%.*}.err" >&2 2> /dev/null || true; die "$3 exited"; }
+        sleep 0.05
+    done
+    cat "$1" >&2
+    die "$3 not ready after 30 s"
+}
+
+# start_mock HOOK...: the mock fleet on HTTPS (and a refusing port); sets MOCK, MOCK_PID, REFUSING.
+start_mock() {
+    local args=() hook
+    for hook; do args+=(--hook "$hook"); done
+    "$MOCK_BIN" --listen 127.0.0.1:0 --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" \
+        --refuse 127.0.0.1:0 "${args[@]}" > "$WORK/mock.out" 2> "$WORK/mock.err" &
+    MOCK_PID=$!
+    PIDS+=("$MOCK_PID")
+    wait_line "$WORK/mock.out" '^refusing on ' mock-webhook "$MOCK_PID"
+    MOCK=$(sed -n 's#^listening on https://##p' "$WORK/mock.out")
+    REFUSING=$(sed -n 's#^refusing on ##p' "$WORK/mock.out")
+}
+
+# start_gateway NAME FLEET_FILE: sets GW_ADDR[NAME], GW_PID[NAME], GW_METRICS[NAME],
+# GW_START_MS[NAME] (start to ready) and GW_IDLE_MIB[NAME] (RSS once ready, before any review).
+declare -A GW_ADDR GW_PID GW_METRICS GW_START_MS GW_IDLE_MIB
+start_gateway() {
+    local name=$1 fleet=$2 started line
+    started=$(date +%s%N)
+    NO_COLOR=1 "$GATEWAY_BIN" serve --config "$fleet" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+        --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" > /dev/null 2> "$WORK/$name.log" &
+    GW_PID[$name]=$!
+    PIDS+=("$!")
+    wait_line "$WORK/$name.log" ' serving ' "gateway $name" "${GW_PID[$name]}"
+    GW_START_MS[$name]=$((($(date +%s%N) - started) / 1000000))
+    line=$(grep -m1 ' serving ' "$WORK/$name.log")
+    GW_ADDR[$name]=$(sed -n 's/.* address=\([0-9.:]*\).*/\1/p' <<< "$line")
+    GW_METRICS[$name]=$(sed -n 's/.*metrics_address=\([0-9.:]*\).*/\1/p' <<< "$line")
+    [ "$(curl -s "http://${GW_METRICS[$name]}/readyz")" = ok ] || die "gateway $name: /readyz is not ok"
+    sleep 0.2
+    GW_IDLE_MIB[$name]=$(awk -v k="$(memory_kb VmRSS "${GW_PID[$name]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# children PID: the processes whose parent is PID.
+children() {
+    local f line rest state ppid
+    for f in /proc/[0-9]*/stat; do
+        read -r line 2> /dev/null < "$f" || continue
+        rest=${line##*) }
+        read -r state ppid _ <<< "$rest"
+        [ "$ppid" = "$1" ] && { f=${f#/proc/}; echo "${f%/stat}"; }
+    done
+    return 0
+}
+
+# start_nginx [READ_TIMEOUT]: nginx (master + one worker per core) on a free port, a TLS
+# keep-alive reverse proxy: / to the mock, /dead/ to the refusing port. Sets NGINX, NGINX_PIDS.
+start_nginx() {
+    local dir=$WORK/nginx port i
+    mkdir -p "$dir/tmp"
+    port=$(free_port)
+    cat > "$dir/nginx.conf" << EOF
+daemon off;
+master_process on;
+worker_processes auto;
+worker_rlimit_nofile 20000;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 10000; }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    client_max_body_size 4m;
+    client_body_buffer_size 4m;
+    keepalive_requests 1000000;
+    keepalive_timeout 75s;
+    upstream mock {
+        server $MOCK max_fails=0;
+        keepalive 256;
+        keepalive_requests 1000000;
+    }
+    upstream dead {
+        server $REFUSING max_fails=0;
+    }
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_ssl_verify on;
+    proxy_ssl_trusted_certificate $WORK/ca.crt;
+    proxy_ssl_name 127.0.0.1;
+    proxy_ssl_session_reuse on;
+    proxy_read_timeout ${1:-60s};
+    proxy_next_upstream off;
+    server {
+        listen 127.0.0.1:$port ssl;
+        ssl_certificate $WORK/tls.crt;
+        ssl_certificate_key $WORK/tls.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location / { proxy_pass https://mock; }
+        location /dead/ { proxy_pass https://dead/; }
+    }
+}
+EOF
+    "$NGINX_BIN" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" > "$dir/out" 2>&1 &
+    local pid=$!
+    PIDS+=("$pid")
+    NGINX=127.0.0.1:$port
+    for i in $(seq 200); do
+        kill -0 "$pid" 2> /dev/null || { cat "$dir/out" "$dir/error.log" >&2; die "nginx exited"; }
+        [ "$(curl -sk -o /dev/null -w '%{http_code}' --max-time 1 "https://$NGINX/" || true)" != 000 ] && break
+        sleep 0.05
+    done
+    NGINX_PIDS="$pid $(children "$pid" | tr '\n' ' ')"
+}
+
+# --- fleets (admissionregistration.k8s.io/v1 YAML) -----------------------------------------
+# configuration KIND NAME: a configuration's head; webhooks follow.
+configuration() {
+    printf -- '---\napiVersion: admissionregistration.k8s.io/v1\nkind: %s\nmetadata:\n  name: %s\nwebhooks:\n' "$1" "$2"
+}
+# webhook name=N url=U [policy=Fail] [timeout=10] [group=] [resource=pods] [selector=K=V]
+webhook() {
+    local name='' url='' policy=Fail timeout=10 group='' resource=pods selector='' arg
+    for arg; do
+        case $arg in
+            name=*) name=${arg#name=} ;;
+            url=*) url=${arg#url=} ;;
+            policy=*) policy=${arg#policy=} ;;
+            timeout=*) timeout=${arg#timeout=} ;;
+            group=*) group=${arg#group=} ;;
+            resource=*) resource=${arg#resource=} ;;
+            selector=*) selector=${arg#selector=} ;;
+        esac
+    done
+    printf '  - name: %s\n    clientConfig:\n      url: %s\n      caBundle: %s\n' "$name" "$url" "$CA_BUNDLE"
+    printf '    rules:\n      - operations: ["CREATE"]\n        apiGroups: ["%s"]\n        apiVersions: ["v1"]\n        resources: ["%s"]\n' "$group" "$resource"
+    [ -z "$selector" ] || printf '    objectSelector:\n      matchLabels:\n        %s: "%s"\n' "${selector%%=*}" "${selector#*=}"
+    printf '    failurePolicy: %s\n    sideEffects: None\n    timeoutSeconds: %s\n    admissionReviewVersions: ["v1"]\n' "$policy" "$timeout"
+}
+
+# --- targets and measurements -------------------------------------------------------------
+T_NAMES=()
+declare -A T_LABEL T_URL T_BODY T_PATHS T_FRONT T_EXPECT AGG
+# target NAME LABEL URL BODY FRONT_PIDS EXPECT [PATHS]: EXPECT is matched against
+# "HTTP_CODE BODY" of one request sent before the load (to the first of PATHS, if any).
+target() {
+    T_NAMES+=("$1")
+    T_LABEL[$1]=$2 T_URL[$1]=$3 T_BODY[$1]=$4 T_FRONT[$1]=$5 T_EXPECT[$1]=$6 T_PATHS[$1]=${7:-}
+}
+reset_scenario() {
+    stop_all
+    T_NAMES=()
+    T_LABEL=() T_URL=() T_BODY=() T_PATHS=() T_FRONT=() T_EXPECT=() AGG=()
+    CONNS=$CONNECTIONS WRK_THREADS=$THREADS S_ROUNDS=$ROUNDS S_DURATION=$DURATION S_WARMUP=$WARMUP
+    C1_TARGETS=all WRK_TIMEOUT=10 SAMPLE_IN_FLIGHT=
+    rm -rf "$WORK/res" "$WORK/nginx" && mkdir -p "$WORK/res" "$WORK/wrk"
+}
+
+check_target() {
+    local name=$1 url=${T_URL[$1]} answer code first
+    first=${T_PATHS[$name]%% *}
+    [ -z "$first" ] || url="${url%/}$first"
+    code=$(curl -sS --cacert "$WORK/ca.crt" -o "$WORK/check.out" -w '%{http_code}' --max-time 15 \
+        -H 'Content-Type: application/json' --data-binary "@${T_BODY[$name]}" "$url") || die "POST $url failed"
+    answer="$code $(head -c 2000 "$WORK/check.out")"
+    [[ $answer == *${T_EXPECT[$name]}* ]] || die "$name: POST $url: expected ${T_EXPECT[$name]}, got: $answer"
+}
+
+cpu_ticks() { # utime + stime of these processes (all threads), in clock ticks
+    local pid files=()
+    for pid; do files+=("/proc/$pid/stat"); done
+    [ ${#files[@]} -gt 0 ] || { echo 0; return; }
+    awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); t += f[12] + f[13] } END { print t + 0 }' "${files[@]}"
+}
+memory_kb() { # memory_kb VmRSS|VmHWM PID...: summed over the processes
+    local field=$1 pid files=()
+    shift
+    for pid; do files+=("/proc/$pid/status"); done
+    [ ${#files[@]} -gt 0 ] || { echo 0; return; }
+    awk -v k="$field:" '$1 == k { t += $2 } END { print t + 0 }' "${files[@]}"
+}
+mock_stats() { curl -s --cacert "$WORK/ca.crt" "https://$MOCK/_stats"; }
+mock_calls() { mock_stats | awk '{ t += $2 } END { print t + 0 }'; }
+mock_in_flight() { mock_stats | awk '{ t += $3 } END { print t + 0 }'; }
+
+# run NAME CONNECTIONS SECONDS OUT: one wrk run; its wrk-result line and the serving processes'
+# CPU, memory and the mock's calls, as key=value, in OUT.
+run() {
+    local name=$1 conns=$2 seconds=$3 out=$4 threads=$WRK_THREADS front=${T_FRONT[$1]}
+    local calls0 front0 mock0 result wrk=$WORK/wrk/${4##*/}.txt sampler=
+    [ "$conns" -ge "$threads" ] || threads=$conns
+    calls0=$(mock_calls) front0=$(cpu_ticks $front) mock0=$(cpu_ticks "$MOCK_PID")
+    echo 0 > "$wrk.in-flight"
+    if [ -n "$SAMPLE_IN_FLIGHT" ]; then # the mock's calls in flight, 2/3 into the run
+        (sleep "$(awk -v s="$seconds" 'BEGIN { print s * 2 / 3 }')" && mock_in_flight > "$wrk.in-flight") &
+        sampler=$!
+    fi
+    BODY=${T_BODY[$name]} PATHS=${T_PATHS[$name]} wrk -t"$threads" -c"$conns" -d"${seconds}s" \
+        --timeout "${WRK_TIMEOUT}s" -s "$ROOT/loadtest/wrk.lua" "${T_URL[$name]}" > "$wrk" 2>&1 \
+        || { cat "$wrk" >&2; die "wrk against $name failed"; }
+    [ -z "$sampler" ] || wait "$sampler" || true
+    result=$(grep '^wrk-result ' "$wrk") || { cat "$wrk" >&2; die "wrk against $name: no result"; }
+    echo "${result#wrk-result } front_ticks=$(($(cpu_ticks $front) - front0))" \
+        "mock_ticks=$(($(cpu_ticks "$MOCK_PID") - mock0)) calls=$(($(mock_calls) - calls0))" \
+        "rss_kb=$(memory_kb VmRSS $front) hwm_kb=$(memory_kb VmHWM $front) in_flight=$(cat "$wrk.in-flight")" > "$out"
+}
+
+# aggregate TAG NAME: over the rounds, into AGG[TAG/NAME/FIELD]: rps (total requests / total
+# time), p50/p99/p999 (median of the rounds), max, front_us and mock_us (CPU per request),
+# calls (mock calls per request), rss/hwm (MiB, last / highest), errors, non2xx, requests.
+aggregate() {
+    local key value
+    while read -r key value; do AGG[$1/$2/$key]=$value; done < <(awk -v ticks="$TICKS" '
+        function median(v, n,    i, j, t) {
+            for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+            return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        }
+        {
+            n++
+            for (i = 1; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] }
+            requests += r["requests"]; duration += r["duration_us"]
+            p50[n] = r["p50_us"]; p99[n] = r["p99_us"]; p999[n] = r["p999_us"]; mean += r["mean_us"] * r["requests"]
+            if (r["max_us"] > max) max = r["max_us"]
+            front += r["front_ticks"]; mock += r["mock_ticks"]; calls += r["calls"]
+            errors += r["connect_errors"] + r["read_errors"] + r["write_errors"] + r["timeouts"]; non2xx += r["non2xx"]
+            rss = r["rss_kb"]; if (r["hwm_kb"] > hwm) hwm = r["hwm_kb"]; if (r["in_flight"] > in_flight) in_flight = r["in_flight"]
+        }
+        END {
+            if (n == 0) exit
+            q = requests > 0 ? requests : 1
+            printf "requests %d\nrps %.1f\np50 %.1f\np99 %.1f\np999 %.1f\nmax %d\nmean %.1f\n", requests, requests * 1e6 / duration, median(p50, n), median(p99, n), median(p999, n), max, mean / q
+            printf "in_flight %d\nfront_us %.1f\nmock_us %.1f\ncalls %.2f\nrss %.1f\nhwm %.1f\nerrors %d\nnon2xx %d\n", in_flight, front * 1e6 / ticks / q, mock * 1e6 / ticks / q, calls / q, rss / 1024, hwm / 1024, errors, non2xx
+        }' "$WORK/res/$1.$2".[0-9]*)
+}
+get() { echo "${AGG[$1/$2/$3]:-0}"; }
+
+# measure: warm-up, ROUNDS rounds of every target at CONNS, then ROUNDS rounds at c=1.
+measure() {
+    local name r c1=()
+    [ "$C1_TARGETS" = all ] && c1=("${T_NAMES[@]}") || read -ra c1 <<< "$C1_TARGETS"
+    for name in "${T_NAMES[@]}"; do check_target "$name"; done
+    if [ "$S_WARMUP" != 0 ]; then
+        for name in "${T_NAMES[@]}"; do run "$name" "$CONNS" "$S_WARMUP" "$WORK/res/warmup"; done
+    fi
+    for r in $(seq "$S_ROUNDS"); do
+        log "$SCENARIO: round $r/$S_ROUNDS, c=$CONNS, ${S_DURATION}s each: ${T_NAMES[*]}"
+        for name in "${T_NAMES[@]}"; do run "$name" "$CONNS" "$S_DURATION" "$WORK/res/load.$name.$r"; done
+    done
+    for r in $(seq "$S_ROUNDS"); do
+        [ ${#c1[@]} -gt 0 ] || break
+        log "$SCENARIO: round $r/$S_ROUNDS, c=1, ${C1_DURATION}s each: ${c1[*]}"
+        for name in "${c1[@]}"; do run "$name" 1 "$C1_DURATION" "$WORK/res/c1.$name.$r"; done
+    done
+    for name in "${T_NAMES[@]}"; do
+        aggregate load "$name"
+        [[ " ${c1[*]} " == *" $name "* ]] && aggregate c1 "$name"
+    done
+    return 0
+}
+
+# --- reporting ------------------------------------------------------------------------------
+fmt() { awk -v v="$1" -v f="$2" 'BEGIN { printf f, v }'; }
+ms() { awk -v v="$1" 'BEGIN { printf "%.3f", v / 1000 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a - b }'; }
+# verdict VALUE OP LIMIT -> met / MISSED (OP: le, ge)
+verdict() {
+    awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN { ok = op == "le" ? v <= l : v >= l; print ok ? "met" : "MISSED" }'
+}
+
+print_tables() {
+    local name front
+    printf '\n%-26s %9s %8s %8s %9s %8s %9s %8s %9s %7s\n' "c=$CONNS, $S_ROUNDS×${S_DURATION}s" \
+        req/s "p50 ms" "p99 ms" "p999 ms" "calls/r" "front µs" "mock µs" "RSS MiB" errors
+    for name in "${T_NAMES[@]}"; do
+        front=${T_FRONT[$name]}
+        printf '%-26s %9.0f %8s %8s %9s %8s %9s %8s %9s %7s\n' "${T_LABEL[$name]}" "$(get load "$name" rps)" \
+            "$(ms "$(get load "$name" p50)")" "$(ms "$(get load "$name" p99)")" "$(ms "$(get load "$name" p999)")" \
+            "$(get load "$name" calls)" "$([ -n "$front" ] && fmt "$(get load "$name" front_us)" %.0f || echo -)" \
+            "$(fmt "$(get load "$name" mock_us)" %.0f)" "$([ -n "$front" ] && get load "$name" rss || echo -)" \
+            "$(($(get load "$name" errors) + $(get load "$name" non2xx)))"
+    done
+    [ -n "${AGG[c1/${T_NAMES[0]}/rps]:-}${AGG[c1/${T_NAMES[-1]}/rps]:-}" ] || return 0
+    printf '\n%-26s %9s %8s %8s %9s\n' "c=1, $S_ROUNDS×${C1_DURATION}s" req/s "p50 µs" "p99 µs" "p999 µs"
+    for name in "${T_NAMES[@]}"; do
+        [ -n "${AGG[c1/$name/rps]:-}" ] || continue
+        printf '%-26s %9.0f %8.0f %8.0f %9.0f\n' "${T_LABEL[$name]}" "$(get c1 "$name" rps)" \
+            "$(get c1 "$name" p50)" "$(get c1 "$name" p99)" "$(get c1 "$name" p999)"
+    done
+}
+
+# figure WHAT MEASURED TARGET VERDICT: one line of the scenario's figures (and of the README).
+figure() {
+    printf '  %-58s %-30s target %-16s %s\n' "$1" "$2" "$3" "$4"
+    printf '%s|%s|%s|%s|%s\n' "$SCENARIO" "$1" "$2" "$3" "$4" >> "$WORK/figures"
+}
+
+# result GATEWAY NGINX BASE [TAG]: the last line; added latency at c=1 (TAG: which runs) vs BASE.
+result() {
+    local g=$1 n=$2 base=$3 tag=${4:-c1} line
+    line="result: gateway/nginx throughput=$(ratio "$(get load "$g" rps)" "$(get load "$n" rps)")"
+    line+=" p99=$(ratio "$(get load "$g" p99)" "$(get load "$n" p99)")"
+    line+="; added p50=$(minus "$(get "$tag" "$g" p50)" "$(get "$tag" "$base" p50)")_us"
+    line+=" p99=$(minus "$(get "$tag" "$g" p99)" "$(get "$tag" "$base" p99)")_us"
+    printf '%s|%s\n' "$SCENARIO" "$line" >> "$WORK/results"
+    echo
+    echo "$line"
+}
+
+# The usual figures: throughput vs nginx, latency added at c=1 over the webhook direct.
+standard_figures() {
+    local g=$1 n=$2 d=$3 what=${4:-}
+    local thr added50 added99
+    thr=$(ratio "$(get load "$g" rps)" "$(get load "$n" rps)")
+    added50=$(minus "$(get c1 "$g" p50)" "$(get c1 "$d" p50)")
+    added99=$(minus "$(get c1 "$g" p99)" "$(get c1 "$d" p99)")
+    if [ -z "$what" ]; then
+        figure "throughput gateway/nginx" "${thr}×" "≥ 1.0×" "$(verdict "$thr" ge 1.0)"
+        figure "latency added over the webhook direct, c=1, p50" "${added50} µs" "≤ 100 µs" "$(verdict "$added50" le 100)"
+        figure "latency added over the webhook direct, c=1, p99" "${added99} µs" "≤ 1000 µs" "$(verdict "$added99" le 1000)"
+    else
+        figure "throughput gateway/nginx ($what)" "${thr}×" "—" "(no target)"
+        figure "latency added over one webhook direct, c=1, p50/p99" "${added50} / ${added99} µs" "—" "(no target)"
+    fi
+}
+
+gateway_log_note() { # warnings and errors in a gateway's log
+    local n
+    n=$(grep -cE ' (WARN|ERROR) ' "$WORK/$1.log" || true)
+    echo "  gateway log ($1): $n WARN/ERROR lines (RUST_LOG=$RUST_LOG)"
+}
+
+# --- scenarios ------------------------------------------------------------------------------
+PAD=10240 # the 10 KB Pod review
+GATEWAY_MUTATE='"patchType":"JSONPatch"'
+ALLOWED='"allowed":true'
+
+scenario_mutate-1() {
+    TITLE="one mutating webhook adding a label, $(size_of "$(body 10k $PAD)") B Pod review, TLS both legs"
+    start_mock "/label=label:loadtest=yes"
+    start_nginx
+    { configuration MutatingWebhookConfiguration loadtest
+      webhook name=label.loadtest.example.com url="https://$MOCK/label"; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    target direct "direct (mock /label)" "https://$MOCK/label" "$(body 10k $PAD)" "" "$GATEWAY_MUTATE"
+    target nginx "nginx -> mock" "https://$NGINX/label" "$(body 10k $PAD)" "$NGINX_PIDS" "$GATEWAY_MUTATE"
+    target gateway "gateway /mutate" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
+    measure
+    print_tables
+    echo
+    standard_figures gateway nginx direct
+    gateway_log_note gateway
+    result gateway nginx direct
+}
+
+scenario_validate-1() {
+    TITLE="one validating webhook (allows), $(size_of "$(body 10k $PAD)") B Pod review, TLS both legs"
+    start_mock "/allow=allow"
+    start_nginx
+    { configuration ValidatingWebhookConfiguration loadtest
+      webhook name=allow.loadtest.example.com url="https://$MOCK/allow"; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    target direct "direct (mock /allow)" "https://$MOCK/allow" "$(body 10k $PAD)" "" "$ALLOWED"
+    target nginx "nginx -> mock" "https://$NGINX/allow" "$(body 10k $PAD)" "$NGINX_PIDS" "$ALLOWED"
+    target gateway "gateway /validate" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$ALLOWED"
+    measure
+    print_tables
+    echo
+    standard_figures gateway nginx direct
+    gateway_log_note gateway
+    result gateway nginx direct
+}
+
+scenario_mixed() {
+    TITLE="2 mutating + 2 validating webhooks; every connection alternates /mutate and /validate (the gateway: 2 webhook calls per request; direct and nginx: 1, alternating a label and an allow webhook)"
+    start_mock "/label-a=label:loadtest-a=yes" "/label-b=label:loadtest-b=yes" "/allow-a=allow" "/allow-b=allow"
+    start_nginx
+    { configuration MutatingWebhookConfiguration loadtest-mutating
+      webhook name=a.label.loadtest.example.com url="https://$MOCK/label-a"
+      webhook name=b.label.loadtest.example.com url="https://$MOCK/label-b"
+      configuration ValidatingWebhookConfiguration loadtest-validating
+      webhook name=a.allow.loadtest.example.com url="https://$MOCK/allow-a"
+      webhook name=b.allow.loadtest.example.com url="https://$MOCK/allow-b"; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    local b
+    b=$(body 10k $PAD)
+    target direct "direct (mock, alternating)" "https://$MOCK/" "$b" "" "$GATEWAY_MUTATE" "/label-a /allow-a"
+    target nginx "nginx -> mock" "https://$NGINX/" "$b" "$NGINX_PIDS" "$GATEWAY_MUTATE" "/label-a /allow-a"
+    target gateway "gateway /mutate,/validate" "https://${GW_ADDR[gateway]}/" "$b" "${GW_PID[gateway]}" "$GATEWAY_MUTATE" \
+        "/mutate?timeout=10s /validate?timeout=10s"
+    measure
+    print_tables
+    echo
+    standard_figures gateway nginx direct "2 webhook calls vs 1"
+    gateway_log_note gateway
+    result gateway nginx direct
+}
+
+scenario_validate-8x20ms() {
+    TITLE="8 validating webhooks of 20 ms vs 1 of 20 ms (one gateway; the review's label selects the fleet)"
+    start_mock "/v20=allow,delay:20ms"
+    start_nginx
+    local i
+    { configuration ValidatingWebhookConfiguration loadtest-one
+      webhook name=one.loadtest.example.com url="https://$MOCK/v20" selector=loadtest-fleet=one
+      configuration ValidatingWebhookConfiguration loadtest-eight
+      for i in 1 2 3 4 5 6 7 8; do
+          webhook name="v$i.eight.loadtest.example.com" url="https://$MOCK/v20" selector=loadtest-fleet=eight
+      done; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    local one eight
+    one=$(body 10k-one $PAD loadtest-fleet=one) eight=$(body 10k-eight $PAD loadtest-fleet=eight)
+    target direct "direct (mock /v20)" "https://$MOCK/v20" "$one" "" "$ALLOWED"
+    target nginx "nginx -> mock" "https://$NGINX/v20" "$one" "$NGINX_PIDS" "$ALLOWED"
+    target gateway1 "gateway, 1 webhook" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$one" "${GW_PID[gateway]}" "$ALLOWED"
+    target gateway8 "gateway, 8 webhooks" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$eight" "${GW_PID[gateway]}" "$ALLOWED"
+    measure
+    print_tables
+    echo
+    local load c1
+    load=$(ratio "$(get load gateway8 p50)" "$(get load gateway1 p50)")
+    c1=$(ratio "$(get c1 gateway8 p50)" "$(get c1 gateway1 p50)")
+    figure "p50, 8 webhooks / 1 webhook, c=$CONNS" "${load}×" "≤ 1.1×" "$(verdict "$load" le 1.1)"
+    figure "p50, 8 webhooks / 1 webhook, c=1" "${c1}×" "≤ 1.1×" "$(verdict "$c1" le 1.1)"
+    figure "p99 under load, gateway (8 webhooks) / nginx" "$(ratio "$(get load gateway8 p99)" "$(get load nginx p99)")×" "—" "(no target)"
+    gateway_log_note gateway
+    result gateway8 nginx direct
+}
+
+scenario_hung-ignore() {
+    TITLE="a hanging validating webhook, timeoutSeconds 1, failurePolicy Ignore; the caller's ?timeout=2s (direct: a webhook answering after exactly 1 s; nginx: proxy_read_timeout 1s, 504)"
+    start_mock "/hang=hang" "/sleep1s=allow,delay:1s"
+    start_nginx 1s
+    { configuration ValidatingWebhookConfiguration loadtest
+      webhook name=hang.loadtest.example.com url="https://$MOCK/hang" policy=Ignore timeout=1; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    local b
+    b=$(body 10k $PAD)
+    target direct "direct (mock, 1 s delay)" "https://$MOCK/sleep1s" "$b" "" "$ALLOWED"
+    target nginx "nginx -> hang (504 at 1 s)" "https://$NGINX/hang" "$b" "$NGINX_PIDS" "504 "
+    target gateway "gateway /validate" "https://${GW_ADDR[gateway]}/validate?timeout=2s" "$b" "${GW_PID[gateway]}" "$ALLOWED"
+    CONNS=8 S_WARMUP=0 C1_TARGETS= WRK_TIMEOUT=5 S_DURATION=4
+    measure
+    print_tables
+    echo
+    local p50 p99 max ok
+    p50=$(fmt "$(get load gateway p50)" %.0f) p99=$(fmt "$(get load gateway p99)" %.0f) max=$(get load gateway max)
+    ok=$(awk -v a="$p50" -v b="$p99" -v m="$max" 'BEGIN { ok = a >= 950000 && b <= 1050000 && m < 1800000; print ok ? "met" : "MISSED" }')
+    figure "answered at (p50 / p99 / max), caller's timeout 2 s" "$(ms "$p50") / $(ms "$p99") / $(ms "$max") ms" "1000 ± 50 ms" "$ok"
+    gateway_log_note gateway
+    result gateway nginx direct load
+}
+
+scenario_dead-ignore() {
+    TITLE="a validating webhook whose port refuses connections, failurePolicy Ignore, vs no webhook (one gateway; the review's label selects); nginx: its upstream refusing, 502"
+    start_mock "/allow=allow"
+    start_nginx
+    { configuration ValidatingWebhookConfiguration loadtest
+      webhook name=dead.loadtest.example.com url="https://$REFUSING/allow" policy=Ignore selector=loadtest-fleet=dead; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    local none dead
+    none=$(body 10k-none $PAD loadtest-fleet=none) dead=$(body 10k-dead $PAD loadtest-fleet=dead)
+    target nginx "nginx -> refusing (502)" "https://$NGINX/dead/allow" "$dead" "$NGINX_PIDS" "502 "
+    target none "gateway, no webhook" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$none" "${GW_PID[gateway]}" "$ALLOWED"
+    target dead "gateway, dead webhook" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$dead" "${GW_PID[gateway]}" "$ALLOWED"
+    measure
+    print_tables
+    echo
+    local a50 a99
+    a50=$(minus "$(get c1 dead p50)" "$(get c1 none p50)") a99=$(minus "$(get c1 dead p99)" "$(get c1 none p99)")
+    figure "latency added by the dead webhook vs none, c=1, p50/p99" "$a50 / $a99 µs" "—" "(no target)"
+    figure "throughput, dead webhook / none" "$(ratio "$(get load dead rps)" "$(get load none rps)")×" "—" "(no target)"
+    gateway_log_note gateway
+    result dead nginx none
+}
+
+# fleet_of N: N validating webhooks, the last (in the API server's order) matching the review:
+# half of the others on other resources, half on pods with an objectSelector that does not match.
+fleet_of() {
+    local n=$1 per=100 i c=0
+    [ "$n" -gt "$per" ] || per=$n
+    for ((i = 0; i < n - 1; i++)); do
+        if ((i % per == 0)); then configuration ValidatingWebhookConfiguration "$(printf 'loadtest-%04d' $c)"; c=$((c + 1)); fi
+        if ((i % 2)); then
+            webhook name="h$i.loadtest.example.com" url="https://$MOCK/allow" selector="loadtest-hook=h$i"
+        else
+            webhook name="h$i.loadtest.example.com" url="https://$MOCK/allow" group=apps resource=deployments
+        fi
+    done
+    ((i % per == 0)) && configuration ValidatingWebhookConfiguration "$(printf 'loadtest-%04d' $c)"
+    webhook name=match.loadtest.example.com url="https://$MOCK/allow"
+}
+
+scenario_fleet-1000() {
+    TITLE="1,000 validating webhooks, one matching (the last), vs 10; the others on other resources or pods with a non-matching objectSelector"
+    start_mock "/allow=allow"
+    start_nginx
+    fleet_of 10 > "$WORK/fleet-10.yaml"
+    fleet_of 1000 > "$WORK/fleet-1000.yaml"
+    start_gateway gateway10 "$WORK/fleet-10.yaml"
+    start_gateway gateway1000 "$WORK/fleet-1000.yaml"
+    local b
+    b=$(body 10k $PAD)
+    target direct "direct (mock /allow)" "https://$MOCK/allow" "$b" "" "$ALLOWED"
+    target nginx "nginx -> mock" "https://$NGINX/allow" "$b" "$NGINX_PIDS" "$ALLOWED"
+    target gateway10 "gateway, 10 webhooks" "https://${GW_ADDR[gateway10]}/validate?timeout=10s" "$b" "${GW_PID[gateway10]}" "$ALLOWED"
+    target gateway1000 "gateway, 1,000 webhooks" "https://${GW_ADDR[gateway1000]}/validate?timeout=10s" "$b" "${GW_PID[gateway1000]}" "$ALLOWED"
+    measure
+    print_tables
+    echo
+    local thr p50 cpu
+    thr=$(ratio "$(get load gateway10 rps)" "$(get load gateway1000 rps)")
+    p50=$(ratio "$(get c1 gateway1000 p50)" "$(get c1 gateway10 p50)")
+    cpu=$(ratio "$(get load gateway1000 front_us)" "$(get load gateway10 front_us)")
+    figure "throughput, 10 webhooks / 1,000" "${thr}×" "≤ 2×" "$(verdict "$thr" le 2)"
+    figure "p50 at c=1, 1,000 webhooks / 10" "${p50}×" "≤ 2×" "$(verdict "$p50" le 2)"
+    figure "gateway CPU per review, 1,000 webhooks / 10" "${cpu}×" "—" "(no target)"
+    echo "  start to ready: ${GW_START_MS[gateway10]} ms with 10 webhooks, ${GW_START_MS[gateway1000]} ms with 1,000"
+    echo "  RSS once ready: ${GW_IDLE_MIB[gateway10]} MiB with 10 webhooks, ${GW_IDLE_MIB[gateway1000]} MiB with 1,000"
+    result gateway1000 nginx direct
+}
+
+scenario_big-object() {
+    local small big
+    small=$(body 150k 153600) big=$(body 1536k 1572864)
+    TITLE="a $(size_of "$big") B Pod review through 5 mutating webhooks (each adds a label) vs a $(size_of "$small") B one; direct and nginx: one webhook call with the big review"
+    start_mock "/label-1=label:loadtest-1=yes" "/label-2=label:loadtest-2=yes" "/label-3=label:loadtest-3=yes" \
+        "/label-4=label:loadtest-4=yes" "/label-5=label:loadtest-5=yes"
+    start_nginx
+    local i
+    { configuration MutatingWebhookConfiguration loadtest
+      for i in 1 2 3 4 5; do webhook name="l$i.loadtest.example.com" url="https://$MOCK/label-$i"; done; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    target direct "direct (mock, big)" "https://$MOCK/label-1" "$big" "" "$GATEWAY_MUTATE"
+    target nginx "nginx -> mock, big" "https://$NGINX/label-1" "$big" "$NGINX_PIDS" "$GATEWAY_MUTATE"
+    target small "gateway, 5 webhooks, small" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$small" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
+    target big "gateway, 5 webhooks, big" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$big" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
+    CONNS=4
+    measure
+    print_tables
+    echo
+    local size_ratio time_ratio ok
+    size_ratio=$(ratio "$(size_of "$big")" "$(size_of "$small")")
+    time_ratio=$(ratio "$(get c1 big p50)" "$(get c1 small p50)")
+    ok=$(verdict "$time_ratio" le "$(awk -v s="$size_ratio" 'BEGIN { print s * 1.25 }')")
+    figure "time at c=1 p50, big / small (size ratio ${size_ratio}×)" "${time_ratio}×" "≤ 1.25 × size" "$ok"
+    figure "gateway time per MiB at c=1 p50, big / small" \
+        "$(awk -v b="$(get c1 big p50)" -v s="$(get c1 small p50)" -v r="$size_ratio" 'BEGIN { printf "%.1f / %.1f ms", b / 1000 / (1572864 / 1048576), s / 1000 / (1572864 / 1048576 / r) }')" "—" "(linear: equal)"
+    gateway_log_note gateway
+    result big nginx direct
+}
+
+scenario_inflight-2000() {
+    TITLE="memory: the gateway idle, and with 2,000 reviews in flight (wrk -c2000, one mutating webhook answering after 2 s, 10 KB reviews)"
+    start_mock "/label=label:loadtest=yes,delay:2s"
+    start_nginx
+    { configuration MutatingWebhookConfiguration loadtest
+      webhook name=label.loadtest.example.com url="https://$MOCK/label"; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    local idle=${GW_IDLE_MIB[gateway]} b
+    b=$(body 10k $PAD)
+    target direct "direct (mock, 2 s)" "https://$MOCK/label" "$b" "" "$GATEWAY_MUTATE"
+    target nginx "nginx -> mock" "https://$NGINX/label" "$b" "$NGINX_PIDS" "$GATEWAY_MUTATE"
+    target gateway "gateway /mutate" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$b" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
+    CONNS=2000 WRK_THREADS=2 S_ROUNDS=1 S_DURATION=7 S_WARMUP=0 C1_TARGETS= SAMPLE_IN_FLIGHT=1
+    measure
+    sleep 2
+    local after peak in_flight
+    after=$(awk -v k="$(memory_kb VmRSS "${GW_PID[gateway]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+    print_tables
+    echo
+    peak=$(get load gateway hwm)
+    in_flight=$(get load gateway in_flight)
+    figure "gateway RSS idle (after start, fleet loaded)" "$idle MiB" "≤ 30 MiB" "$(verdict "$idle" le 30)"
+    figure "gateway peak RSS, $in_flight reviews in flight" "$peak MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
+    echo "  in flight: the mock's unanswered calls, sampled 2/3 into each run (direct $(get load direct in_flight), nginx $(get load nginx in_flight), gateway $in_flight)"
+    echo "  gateway RSS 2 s after the load: $after MiB; nginx peak (master + workers): $(get load nginx hwm) MiB"
+    gateway_log_note gateway
+    result gateway nginx direct load
+}
+
+# --- main -----------------------------------------------------------------------------------
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+STARTED=$(date +%s)
+: > "$WORK/figures"
+: > "$WORK/results"
+for SCENARIO in "${SCENARIOS[@]}"; do
+    reset_scenario
+    TITLE=
+    log "scenario $SCENARIO"
+    "scenario_$SCENARIO" > "$WORK/report" || die "scenario $SCENARIO failed"
+    echo
+    echo "=== $SCENARIO: $TITLE"
+    echo "    wrk -t$WRK_THREADS, POST over keep-alive HTTPS; every target in turn, $S_ROUNDS rounds; mock ${MOCK}, nginx ${NGINX:-}, load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+    cat "$WORK/report"
+done
+stop_all
+ELAPSED=$(($(date +%s) - STARTED))
+
+NGINX_VERSION=$("$NGINX_BIN" -v 2>&1 | sed 's#.*/##' || true)
+WRK_VERSION=$( (wrk -v 2>&1 || true) | head -1 | awk '{ print $2 }')
+MACHINE="$(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); nginx $NGINX_VERSION, wrk $WRK_VERSION; wrk, nginx, gateway and mock share the cores; load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ ${#SCENARIOS[@]} -gt 1 ]; then
+    echo
+    echo "=== summary ($ELAPSED s) — $MACHINE"
+    awk -F'|' '{ printf "  %-16s %-58s %-30s target %-16s %s\n", $1, $2, $3, $4, $5 }' "$WORK/figures"
+    echo
+    awk -F'|' '{ printf "  %-16s %s\n", $1, $2 }' "$WORK/results"
+fi
+
+if [ -n "$WRITE_README" ]; then
+    {
+        echo "<!-- results: written by \`loadtest/compare.sh $ARGS\`; do not edit by hand -->"
+        echo
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') at \`$(git rev-parse --short HEAD 2> /dev/null || echo '?')\`$(git diff --quiet HEAD -- src 2> /dev/null || echo ' (src/ modified)') in ${ELAPSED} s on $MACHINE."
+        echo
+        echo "| scenario | gateway/nginx throughput | gateway/nginx p99 | added p50 | added p99 |"
+        echo "| --- | --- | --- | --- | --- |"
+        sed -n 's/^\([^|]*\)|result: gateway\/nginx throughput=\([^ ]*\) p99=\([^;]*\); added p50=\([^ ]*\)_us p99=\([^ ]*\)_us$/| `\1` | \2× | \3× | \4 µs | \5 µs |/p' "$WORK/results"
+        echo
+        echo "| scenario | figure | measured | target | |"
+        echo "| --- | --- | --- | --- | --- |"
+        awk -F'|' '{ printf "| `%s` | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$WORK/figures"
+        echo
+        echo "<!-- results: end -->"
+    } > "$WORK/readme-results"
+    grep -q '^<!-- results: written by' "$README" || die "$README has no results section to replace"
+    awk -v new="$WORK/readme-results" '
+        /^<!-- results: written by/ { while ((getline line < new) > 0) print line; skip = 1; next }
+        skip && /^<!-- results: end -->/ { skip = 0; next }
+        !skip { print }' "$README" > "$WORK/README.md"
+    cp "$WORK/README.md" "$README"
+    log "wrote the results into $README"
+fi
+
+if [ ${#SCENARIOS[@]} -gt 1 ]; then
+    # The headline, last: mutate-1's if it ran, else the last scenario's.
+    line=$(awk -F'|' '$1 == "mutate-1" { print $2 }' "$WORK/results")
+    echo
+    echo "${line:-$(tail -1 "$WORK/results" | cut -d'|' -f2)}"
+fi

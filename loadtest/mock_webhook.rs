@@ -48,7 +48,6 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::hash::{BuildHasher as _, Hasher as _};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -61,10 +60,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{header, Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket};
@@ -565,12 +561,12 @@ pub async fn start(options: &Options) -> anyhow::Result<Running> {
         let tls = Arc::new(tls_config(cert, key)?);
         let listener = bind(address).await?;
         running.https = Some(listener.local_addr()?);
-        running.accept_loops.push(testbed::serve(listener, tls, handler.clone()));
+        running.accept_loops.push(testbed::serve(listener, Some(tls), handler.clone()));
     }
     if let Some(address) = options.http {
         let listener = bind(address).await?;
         running.http = Some(listener.local_addr()?);
-        running.accept_loops.push(serve_http(listener, handler));
+        running.accept_loops.push(testbed::serve(listener, None, handler));
     }
     if let Some(address) = options.refuse {
         let socket = if address.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
@@ -588,35 +584,6 @@ async fn bind(address: SocketAddr) -> anyhow::Result<TcpListener> {
 fn tls_config(cert: &Path, key: &Path) -> anyhow::Result<rustls::ServerConfig> {
     let read = |path: &Path| std::fs::read(path).with_context(|| format!("reading {}", path.display()));
     Ok(testbed::server_tls(&read(cert)?, &read(key)?, testbed::HTTP2_AND_HTTP1)?)
-}
-
-/// The plain-HTTP twin of `testbed::serve` (HTTP/1.1, and HTTP/2 with prior knowledge).
-fn serve_http<H, F>(listener: TcpListener, handler: H) -> JoinHandle<()>
-where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
-{
-    let builder = auto::Builder::new(TokioExecutor::new());
-    tokio::spawn(async move {
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            let (builder, handler) = (builder.clone(), handler.clone());
-            tokio::spawn(async move {
-                let service = service_fn(move |request| {
-                    let response = handler(request);
-                    async move { Ok::<_, Infallible>(response.await) }
-                });
-                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-            });
-        }
-    })
 }
 
 /// `reset` tears its connection down by panicking in the connection's task; keep those panics

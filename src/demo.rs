@@ -150,7 +150,7 @@ async fn start_fleet(cert: &Path, key: &Path) -> anyhow::Result<SocketAddr> {
     // Detached: the fleet lives as long as the demo process.
     drop(testbed::serve(
         listener,
-        Arc::new(tls),
+        Some(Arc::new(tls)),
         |request: hyper::Request<hyper::body::Incoming>| async move {
             let path = request.uri().path().to_owned();
             let body = Limited::new(request.into_body(), 4 * 1024 * 1024).collect().await;

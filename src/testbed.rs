@@ -1,6 +1,6 @@
 //! What the demo, the integration tests and the load-test mock webhook share, so each is
-//! written once: a TLS server configuration from PEM, and an HTTPS accept loop that serves
-//! one async handler on a listener (a stand-in webhook). Not used by `serve`.
+//! written once: a TLS server configuration from PEM, and an accept loop (HTTPS or plain HTTP)
+//! that serves one async handler on a listener (a stand-in webhook). Not used by `serve`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -44,14 +44,19 @@ pub fn server_tls(
     Ok(config)
 }
 
-/// Serves `handler` over HTTPS on `listener` (HTTP/1.1, and HTTP/2 when the TLS configuration
-/// offers it) until the returned task is aborted. A failed handshake drops that connection only.
-pub fn serve<H, F>(listener: TcpListener, tls: Arc<rustls::ServerConfig>, handler: H) -> JoinHandle<()>
+/// Serves `handler` on `listener` until the returned task is aborted: over HTTPS with `tls`
+/// (HTTP/1.1, and HTTP/2 when the TLS configuration offers it), or plain HTTP without (HTTP/1.1,
+/// and HTTP/2 with prior knowledge). A failed handshake drops that connection only.
+pub fn serve<H, F>(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    handler: H,
+) -> JoinHandle<()>
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::spawn(async move {
         loop {
@@ -66,12 +71,19 @@ where
             let _ = stream.set_nodelay(true);
             let (acceptor, builder, handler) = (acceptor.clone(), builder.clone(), handler.clone());
             tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(stream).await else { return };
                 let service = service_fn(move |request| {
                     let response = handler(request);
                     async move { Ok::<_, Infallible>(response.await) }
                 });
-                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                match acceptor {
+                    Some(acceptor) => {
+                        let Ok(stream) = acceptor.accept(stream).await else { return };
+                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                    None => {
+                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                }
             });
         }
     })

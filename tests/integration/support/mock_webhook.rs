@@ -115,7 +115,7 @@ impl MockWebhook {
         let port = listener.local_addr().expect("mock address").port();
         let received = Arc::new(Mutex::new(Vec::new()));
         let (behaviour, recorded) = (self.behaviour, received.clone());
-        let accept_loop = admission_gateway::testbed::serve(listener, tls, move |request| {
+        let accept_loop = admission_gateway::testbed::serve(listener, Some(tls), move |request| {
             handle(request, behaviour.clone(), recorded.clone())
         });
         Mock { url: format!("https://127.0.0.1:{port}/webhook"), received, accept_loop }

@@ -94,7 +94,7 @@ ulimit -n "$(ulimit -Hn)" 2> /dev/null || true
 # --- build --------------------------------------------------------------------------------
 log "building (release)"
 cargo build --release --locked --example mock-webhook --bin admission-gateway >&2 || die "the release build failed"
-GATEWAY_BIN=$TARGET_DIR/release/admission-gateway
+GATEWAY_BIN=${GATEWAY_BIN:-$TARGET_DIR/release/admission-gateway}  # override to compare another build
 MOCK_BIN=$TARGET_DIR/release/examples/mock-webhook
 [ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] || die "the release build failed"
 

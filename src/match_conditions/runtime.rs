@@ -226,15 +226,38 @@ fn aggregate(errors: &[String]) -> String {
     }
 }
 
-/// An evaluation error in cel-go's words where they are known.
+/// An evaluation error in cel-go's words where they are known. Never a value: the `cel`
+/// crate's own texts print the operands (`{:?}` of a whole map, e.g. a Secret's `data`), and
+/// this text goes into the answer and the log, so those variants are named by type only.
 fn describe(error: &ExecutionError) -> String {
     match error {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-        ExecutionError::NoSuchOverload => "no such overload".to_owned(),
+        ExecutionError::NoSuchOverload
+        | ExecutionError::ValuesNotComparable(..)
+        | ExecutionError::UnsupportedUnaryOperator(..)
+        | ExecutionError::UnsupportedBinaryOperator(..) => "no such overload".to_owned(),
         ExecutionError::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
         ExecutionError::FunctionError { function, message } if function.starts_with("@gateway.") => {
             message.clone()
         }
+        ExecutionError::UnsupportedTargetType { target } => {
+            format!("unsupported target type '{}'", type_name(target))
+        }
+        ExecutionError::NotSupportedAsMethod { method, target } => {
+            format!("method '{method}' not supported on type '{}'", type_name(target))
+        }
+        ExecutionError::UnsupportedKeyType(key) => format!("unsupported key type '{}'", type_name(key)),
+        ExecutionError::UnsupportedMapIndex(index)
+        | ExecutionError::UnsupportedListIndex(index)
+        | ExecutionError::UnsupportedIndex(index, _) => {
+            format!("unsupported index type '{}'", type_name(index))
+        }
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::IndexOutOfBounds(Value::Int(index)) => format!("index '{index}' out of range"),
+        ExecutionError::IndexOutOfBounds(_) => "index out of range".to_owned(),
+        // The rest carry counts, type names or the expression, never a value.
         other => other.to_string(),
     }
 }

@@ -384,3 +384,30 @@ fn variables_not_lent_stay_unconverted() {
     assert!(variables.object.is_none() && variables.old_object.is_none(), "nothing is made up for them");
     assert!(variables.request.is_some(), "what was lent comes back");
 }
+
+/// The error text reaches the API server's answer and the log: it must not carry the object's
+/// values (a Secret's data passes through admission).
+#[test]
+fn evaluation_errors_never_quote_a_value() {
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"},
+                        "data": {"password": "aHVudGVyMg=="}, "count": 3, "list": [1]});
+    for expression in [
+        "object.data.password + 1 == 2",
+        "object.data < 1",
+        "-object.data.password == 1",
+        "object.list[object.data.password] == 1",
+        "object.data[object.list] == 1",
+        "object.count / 0 == 1",
+        "object.count % 0 == 1",
+        "object.list[7] == 1",
+    ] {
+        let Outcome::Error { message, .. } = eval_with(&[("c", expression)], Some(&secret), None) else {
+            panic!("{expression} evaluated");
+        };
+        assert!(
+            !message.contains("aHVudGVyMg") && !message.contains("password\""),
+            "{expression}: {message}"
+        );
+        assert!(!message.contains("Map(") && !message.contains("List("), "{expression}: {message}");
+    }
+}

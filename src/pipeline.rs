@@ -149,16 +149,17 @@ impl<'r> Review<'r> {
     /// The webhooks of one phase that may match: the index narrows the fleet to those whose
     /// rules can match; when explaining, every webhook, so the explanation says why each was
     /// skipped.
-    fn candidates(&self, phase: Phase) -> Vec<Arc<Hook>> {
+    /// Borrowed from the snapshot, which outlives the review.
+    fn candidates(&self, phase: Phase) -> Vec<&'r Arc<Hook>> {
         let (snapshot, resource) = (self.snapshot, self.request.resource());
         match (phase, self.explanation.is_enabled()) {
-            (Phase::Mutating, true) => snapshot.mutating.clone(),
-            (Phase::Validating, true) => snapshot.validating.clone(),
+            (Phase::Mutating, true) => snapshot.mutating.iter().collect(),
+            (Phase::Validating, true) => snapshot.validating.iter().collect(),
             (Phase::Mutating, false) => {
-                snapshot.mutating_candidates(&resource.group, &resource.resource).cloned().collect()
+                snapshot.mutating_candidates(&resource.group, &resource.resource).collect()
             }
             (Phase::Validating, false) => {
-                snapshot.validating_candidates(&resource.group, &resource.resource).cloned().collect()
+                snapshot.validating_candidates(&resource.group, &resource.resource).collect()
             }
         }
     }

@@ -25,8 +25,6 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use clap::{ArgGroup, ValueEnum};
-use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::CertificateDer;
 
 use crate::config::manifest::{
     LabelSelector, LabelSelectorRequirement, Namespace, RuleWithOperations, Webhook, WebhookConfiguration,
@@ -228,18 +226,8 @@ impl Options {
 }
 
 fn ca_bundle(pem: &[u8]) -> Result<String, String> {
-    let mut certificates = 0;
-    for section in CertificateDer::pem_slice_iter(pem) {
-        match section {
-            // A DER certificate is a SEQUENCE.
-            Ok(der) if der.first() == Some(&0x30) => certificates += 1,
-            Ok(_) => {}
-            Err(error) => return Err(format!("not PEM: {error}")),
-        }
-    }
-    if certificates == 0 {
-        return Err("no PEM certificate in it".to_owned());
-    }
+    // The same check the gateway applies to a fleet's caBundle at load.
+    validate::ca_bundle::holds_a_certificate(pem)?;
     Ok(base64::engine::general_purpose::STANDARD.encode(pem))
 }
 

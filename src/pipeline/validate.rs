@@ -23,9 +23,9 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
         review.explanation.record(|| Step::Exempt { phase: PHASE, reason: reason.into() });
         return Ok(());
     }
-    let mut matched: Vec<Arc<Hook>> = Vec::new();
+    let mut matched: Vec<&Arc<Hook>> = Vec::new();
     for hook in review.candidates(PHASE) {
-        if review.matches(&hook, PHASE, 0)? {
+        if review.matches(hook, PHASE, 0)? {
             matched.push(hook);
         }
     }

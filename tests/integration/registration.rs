@@ -156,7 +156,10 @@ fn every_error_exits_2_with_the_reason_on_stderr() {
             ],
         ),
         (vec!["--config", &missing], &["missing.yaml: cannot read"]),
-        (vec!["--config", &good, "--ca-bundle", &key], &["--ca-bundle", "no PEM certificate"]),
+        (
+            vec!["--config", &good, "--ca-bundle", &key],
+            &["--ca-bundle", "unable to parse bytes as PEM block"],
+        ),
         (vec!["--config", &good, "--name", "Bad_Name"], &["would be refused: metadata.name"]),
         (vec!["--config", &good, "--service", "no-slash"], &["--service", "NAMESPACE/NAME"]),
     ];

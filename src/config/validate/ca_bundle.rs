@@ -23,9 +23,15 @@ pub(crate) fn decode(encoded: &str) -> Result<Option<Vec<u8>>, String> {
     if pem.is_empty() {
         return Ok(None);
     }
+    holds_a_certificate(&pem)?;
+    Ok(Some(pem))
+}
+
+/// `Ok` if the PEM text holds at least one certificate; else why not, in client-go's words.
+pub(crate) fn holds_a_certificate(pem: &[u8]) -> Result<(), String> {
     let mut certificates = 0;
     let mut failure = None;
-    for section in CertificateDer::pem_slice_iter(&pem) {
+    for section in CertificateDer::pem_slice_iter(pem) {
         match section {
             // A DER certificate is a SEQUENCE; anything else x509 would refuse too.
             Ok(der) if der.first() == Some(&0x30) => certificates += 1,
@@ -37,7 +43,7 @@ pub(crate) fn decode(encoded: &str) -> Result<Option<Vec<u8>>, String> {
         }
     }
     if certificates > 0 {
-        return Ok(Some(pem));
+        return Ok(());
     }
     let mut detail = String::from("unable to load root certificates: unable to parse bytes as PEM block");
     if let Some(e) = failure {

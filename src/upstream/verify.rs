@@ -158,11 +158,13 @@ impl ServerCertVerifier for WebhookVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let leaf = Certificate::parse(end_entity);
-        if let Some(leaf) = leaf.as_ref().filter(|_| self.pool.contains(end_entity.as_ref())) {
-            return Self::verify_pooled(leaf, server_name, now)
-                .map(|()| ServerCertVerified::assertion())
-                .map_err(|error| Refusal::Certificate(error).into());
+        // Parsed by our DER reader only where Go's rules or Go's words are needed.
+        if self.pool.contains(end_entity.as_ref()) {
+            if let Some(leaf) = Certificate::parse(end_entity) {
+                return Self::verify_pooled(&leaf, server_name, now)
+                    .map(|()| ServerCertVerified::assertion())
+                    .map_err(|error| Refusal::Certificate(error).into());
+            }
         }
         let verdict = match &self.webpki {
             Some(webpki) => {
@@ -172,6 +174,7 @@ impl ServerCertVerifier for WebhookVerifier {
         };
         verdict.map_err(|error| match error {
             rustls::Error::InvalidCertificate(error) => {
+                let leaf = Certificate::parse(end_entity);
                 // Go checks the leaf before it looks for a chain: its refusal comes first.
                 let go = leaf.as_ref().map_or(Ok(()), |leaf| leaf_checks(leaf, server_name, now));
                 let x509 = go.err().unwrap_or_else(|| {

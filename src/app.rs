@@ -10,6 +10,8 @@ use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::cluster::{Cluster, ClusterOptions};
+use crate::config::compile::Inputs;
 use crate::config::reload::{self, Reloaded};
 use crate::config::{compile, ConfigError, Snapshot};
 use crate::server::{self, metrics::Metrics, tls, ExplainedReview, Listener, State};
@@ -25,6 +27,8 @@ pub struct ServeOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// When set, every review is explained and sent here (the demo).
     pub(crate) explained: Option<mpsc::UnboundedSender<ExplainedReview>>,
+    /// Cluster mode: live namespaces and fleet ConfigMaps from the API server.
+    pub cluster: Option<ClusterOptions>,
 }
 
 impl ServeOptions {
@@ -36,7 +40,7 @@ impl ServeOptions {
         metrics_listen: SocketAddr,
         tls: Option<(PathBuf, PathBuf)>,
     ) -> Self {
-        Self { paths, listen, metrics_listen, tls, explained: None }
+        Self { paths, listen, metrics_listen, tls, explained: None, cluster: None }
     }
 }
 
@@ -72,7 +76,8 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         live: live.clone(),
         metrics: metrics.clone(),
         ready: AtomicBool::new(false),
-        explained: options.explained,
+        explained: options.explained.clone(),
+        cluster: std::sync::OnceLock::new(),
     });
     let (shutdown, stop) = watch::channel(false);
     let admin_listener = server::bind(options.metrics_listen).await?;
@@ -87,9 +92,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         servers: vec![admin],
         background: Vec::new(),
     };
-    match serve_admission(&options.paths, options.listen, options.tls.as_ref(), &state, stop, &mut running)
-        .await
-    {
+    match serve_admission(&options, &state, stop, &mut running).await {
         Ok(()) => Ok(running),
         Err(error) => {
             running.shutdown().await;
@@ -98,17 +101,37 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     }
 }
 
-/// The second half of [`start`]: configuration, TLS, the admission listener, the reload task.
+/// The second half of [`start`]: the cluster, configuration, TLS, the admission listener, the
+/// reload task.
 async fn serve_admission(
-    paths: &[PathBuf],
-    listen: SocketAddr,
-    tls_files: Option<&(PathBuf, PathBuf)>,
+    options: &ServeOptions,
     state: &Arc<State>,
     stop: watch::Receiver<bool>,
     running: &mut Running,
 ) -> anyhow::Result<()> {
+    let mut inputs = Inputs { paths: options.paths.clone(), ..Inputs::default() };
+    let mut texts = None;
+    if let Some(cluster_options) = &options.cluster {
+        let (cluster, tasks) = Cluster::start(cluster_options).await?;
+        running.background.extend(tasks);
+        inputs.live_namespaces = true;
+        if let Some(fleet) = &cluster.fleet {
+            let receiver = fleet.texts();
+            inputs.texts = (**receiver.borrow()).clone();
+            texts = Some(receiver);
+        }
+        let _ = state.cluster.set(cluster);
+    }
     let clients = Arc::new(Clients::default());
-    let snapshot = load_snapshot(paths, &clients, 1).await?;
+    let snapshot = match load_inputs(&inputs, &clients, 1).await? {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            if let Some(fleet) = state.cluster.get().and_then(|c| c.fleet.clone()) {
+                fleet.report(&error).await;
+            }
+            anyhow::bail!("{}", describe(&error));
+        }
+    };
     for warning in &snapshot.warnings {
         tracing::warn!("{warning}");
     }
@@ -119,7 +142,7 @@ async fn serve_admission(
         "configuration loaded"
     );
     state.live.store(Arc::new(snapshot));
-    let tls = match tls_files {
+    let tls = match &options.tls {
         Some((cert, key)) => {
             let resolver = Arc::new(tls::ReloadingCert::load(cert, key)?);
             running.background.push(tokio::spawn(resolver.clone().watch()));
@@ -127,7 +150,7 @@ async fn serve_admission(
         }
         None => None,
     };
-    let listener = server::bind(listen).await?;
+    let listener = server::bind(options.listen).await?;
     running.address = listener.local_addr()?;
     running.servers.push(tokio::spawn(server::serve(
         listener,
@@ -137,19 +160,27 @@ async fn serve_admission(
         stop,
     )));
     let metrics = state.metrics.clone();
+    let fleet = state.cluster.get().and_then(|c| c.fleet.clone());
     running.background.push(tokio::spawn(reload::watch(
-        paths.to_vec(),
+        inputs,
+        texts,
         clients,
         state.live.clone(),
-        move |result| {
-            match result {
-                Reloaded::Swapped => metrics.reload_successes.fetch_add(1, Ordering::Relaxed),
-                Reloaded::Refused => metrics.reload_failures.fetch_add(1, Ordering::Relaxed),
-            };
+        move |result| match result {
+            Reloaded::Swapped => {
+                metrics.reload_successes.fetch_add(1, Ordering::Relaxed);
+            }
+            Reloaded::Refused(error) => {
+                metrics.reload_failures.fetch_add(1, Ordering::Relaxed);
+                if let Some(fleet) = fleet.clone() {
+                    let error = error.clone();
+                    tokio::spawn(async move { fleet.report(&error).await });
+                }
+            }
         },
     )));
     state.ready.store(true, Ordering::SeqCst);
-    tracing::info!(address = %running.address, metrics_address = %running.metrics_address, tls = tls_files.is_some(), "serving");
+    tracing::info!(address = %running.address, metrics_address = %running.metrics_address, tls = options.tls.is_some(), "serving");
     Ok(())
 }
 
@@ -159,10 +190,18 @@ pub(crate) async fn load_snapshot(
     clients: &Arc<Clients>,
     generation: u64,
 ) -> anyhow::Result<Snapshot> {
-    let (paths, clients) = (paths.to_vec(), clients.clone());
-    tokio::task::spawn_blocking(move || compile::load(&paths, &clients, generation))
-        .await?
-        .map_err(|error| anyhow::anyhow!("{}", describe(&error)))
+    let inputs = Inputs { paths: paths.to_vec(), ..Inputs::default() };
+    load_inputs(&inputs, clients, generation).await?.map_err(|error| anyhow::anyhow!("{}", describe(&error)))
+}
+
+/// [`load_snapshot`] from files and texts, keeping the problems of a refusal.
+async fn load_inputs(
+    inputs: &Inputs,
+    clients: &Arc<Clients>,
+    generation: u64,
+) -> anyhow::Result<Result<Snapshot, ConfigError>> {
+    let (inputs, clients) = (inputs.clone(), clients.clone());
+    Ok(tokio::task::spawn_blocking(move || compile::load_inputs(&inputs, &clients, generation)).await?)
 }
 
 /// The count, then every problem on its own line.

@@ -74,8 +74,29 @@ pub(crate) enum Output {
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    #[command(flatten)]
-    pub(crate) config: ConfigArgs,
+    /// Configuration files or directories (YAML or JSON Kubernetes objects); takes several
+    /// values and may be repeated. Optional with --fleet-selector.
+    #[arg(long = "config", required_unless_present = "fleet_selector", value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) config: Vec<PathBuf>,
+    /// Cluster mode: namespace labels (and, with --fleet-selector, the fleet) from the API
+    /// server, through KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long)]
+    pub(crate) kube: bool,
+    /// Cluster mode with this kubeconfig file (implies --kube).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// Cluster mode: fleet manifests also from the ConfigMaps whose labels match this selector
+    /// (their .yaml/.yml/.json keys), hot-reloaded with the files (implies --kube).
+    #[arg(long, value_name = "SELECTOR")]
+    pub(crate) fleet_selector: Option<String>,
+    /// Namespace of the fleet ConfigMaps (default: the client's namespace, in-cluster the
+    /// gateway's own).
+    #[arg(long, value_name = "NAMESPACE", requires = "fleet_selector")]
+    pub(crate) fleet_namespace: Option<String>,
+    /// Cluster mode: report the namespace cache stale (/readyz?verbose, /metrics) once its
+    /// watch has been down this long (Go duration).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub(crate) namespace_staleness: String,
     /// Address of the admission endpoints (HOST:PORT; a name such as localhost is resolved).
     #[arg(long, default_value = "0.0.0.0:8443", value_name = "HOST:PORT")]
     pub(crate) listen: String,
@@ -175,14 +196,35 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         (_, _, true) => None,
         _ => anyhow::bail!("--tls-cert and --tls-key are required unless --insecure-http is given"),
     };
-    let running = app::start(ServeOptions {
-        paths: args.config.paths,
-        listen: app::resolve(&args.listen).await?,
-        metrics_listen: app::resolve(&args.metrics_listen).await?,
+    let cluster = if args.kube || args.kubeconfig.is_some() || args.fleet_selector.is_some() {
+        let max_staleness = crate::go::duration::parse(&args.namespace_staleness)
+            .ok()
+            .and_then(|nanos| u64::try_from(nanos).ok())
+            .filter(|nanos| *nanos > 0)
+            .map(std::time::Duration::from_nanos)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--namespace-staleness {:?}: not a positive Go duration",
+                    args.namespace_staleness
+                )
+            })?;
+        Some(crate::cluster::ClusterOptions {
+            kubeconfig: args.kubeconfig,
+            fleet_selector: args.fleet_selector,
+            fleet_namespace: args.fleet_namespace,
+            max_staleness,
+        })
+    } else {
+        None
+    };
+    let mut options = ServeOptions::new(
+        args.config,
+        app::resolve(&args.listen).await?,
+        app::resolve(&args.metrics_listen).await?,
         tls,
-        explained: None,
-    })
-    .await?;
+    );
+    options.cluster = cluster;
+    let running = app::start(options).await?;
     app::shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight reviews");
     running.shutdown().await;

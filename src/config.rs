@@ -77,7 +77,7 @@ pub(crate) struct Finding {
 }
 
 /// A configuration that did not load: every problem found (warnings included, for context).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("configuration refused with {} error(s)", self.errors())]
 pub(crate) struct ConfigError {
     pub(crate) problems: Vec<Problem>,

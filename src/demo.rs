@@ -106,6 +106,7 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         tls: Some((cert, key)),
         explained: Some(explained),
+        cluster: None,
     })
     .await?;
     println!("admission-gateway demo");

@@ -41,6 +41,7 @@
 pub mod app;
 pub mod certs;
 pub mod cli;
+pub mod cluster;
 pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod explain;

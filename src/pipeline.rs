@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::cluster::Cluster;
 use crate::config::compile::Hook;
 use crate::config::Snapshot;
 use crate::explain::{millis, Explanation, Phase, Step};
@@ -35,7 +36,7 @@ use crate::review::encode::Answer;
 use crate::review::{Status, WebhookResponse};
 use budget::Budget;
 use call::Called;
-use matching::Skip;
+use matching::{NamespaceLabels, Skip};
 use object::ObjectState;
 use record::Records;
 use verdict::Judgement;
@@ -86,13 +87,19 @@ pub(crate) struct Review<'r> {
     pub(crate) explanation: Explanation,
     /// The CEL variables of matchConditions, converted once per object version.
     pub(crate) conditions: conditions::State,
+    /// Live cluster state, in cluster mode.
+    cluster: Option<&'r Cluster>,
+    /// The request's namespace labels, looked up once, when a candidate needs them.
+    namespace: NamespaceLabels,
     failed_open: u32,
     budget_exhausted: u32,
 }
 
-/// Dispatches one review within `budget`. `explanation` records the steps when enabled.
+/// Dispatches one review within `budget`. `explanation` records the steps when enabled;
+/// `cluster` is the live cluster state in cluster mode.
 pub(crate) async fn review(
     snapshot: &Snapshot,
+    cluster: Option<&Cluster>,
     request: &IncomingReview,
     stage: Stage,
     budget: Budget,
@@ -106,6 +113,8 @@ pub(crate) async fn review(
         records: Records::default(),
         explanation,
         conditions: conditions::State::default(),
+        cluster,
+        namespace: NamespaceLabels::NotNeeded,
         failed_open: 0,
         budget_exhausted: 0,
     };
@@ -164,15 +173,52 @@ impl<'r> Review<'r> {
         }
     }
 
+    /// Looks up the labels of the request's namespace, once per review, if one of
+    /// `candidates` has a namespaceSelector that reads them (§4.3): from the cluster in cluster
+    /// mode (cache, else the API server, within the deadline budget), else from the
+    /// configured Namespaces.
+    async fn look_up_namespace(&mut self, candidates: &[&Arc<Hook>]) {
+        if !matches!(self.namespace, NamespaceLabels::NotNeeded)
+            || !matching::reads_namespace_labels(self.request)
+            || !candidates.iter().any(|hook| matching::has_namespace_selector(hook))
+        {
+            return;
+        }
+        let name = &self.request.request.namespace;
+        self.namespace = match self.cluster {
+            None => match self.snapshot.namespaces.get(name) {
+                Some(labels) => NamespaceLabels::Found(labels.clone()),
+                None => NamespaceLabels::Missing { live: false },
+            },
+            Some(cluster) => {
+                let lookup = cluster.namespaces.labels(name);
+                let found = match self.budget.deadline() {
+                    Some(deadline) => tokio::time::timeout_at(deadline, lookup).await.unwrap_or_else(|_| {
+                        Err(format!(
+                            "getting namespace {name:?} from the API server: deadline budget exhausted"
+                        ))
+                    }),
+                    None => lookup.await,
+                };
+                match found {
+                    Ok(Some(labels)) => NamespaceLabels::Found(labels),
+                    Ok(None) => NamespaceLabels::Missing { live: true },
+                    Err(message) => NamespaceLabels::Unavailable(message),
+                }
+            }
+        };
+    }
+
     /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
     /// Rules and selectors first, then matchConditions (§4.0.7).
     fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
-        let decided = matching::should_call(hook, self.request, &self.object, self.snapshot).and_then(
-            |skip| match skip {
-                Some(skip) => Ok(Some(skip)),
-                None => conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions),
-            },
-        );
+        let decided =
+            matching::should_call(hook, self.request, &self.object, &self.namespace).and_then(|skip| {
+                match skip {
+                    Some(skip) => Ok(Some(skip)),
+                    None => conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions),
+                }
+            });
         match decided {
             Ok(None) => Ok(true),
             Ok(Some(skip)) => {

@@ -49,6 +49,8 @@ pub(crate) struct State {
     pub(crate) ready: AtomicBool,
     /// When set, every review is explained and its outcome sent here (the demo).
     pub(crate) explained: Option<mpsc::UnboundedSender<ExplainedReview>>,
+    /// Live cluster state, in cluster mode (set once it is connected).
+    pub(crate) cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
 }
 
 /// Accepts connections until `shutdown` turns true, then drains in-flight requests.

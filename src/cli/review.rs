@@ -49,7 +49,7 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
         None => Budget::unlimited(&snapshot.settings),
     };
     let stage = Stage::from(args.stage);
-    let outcome = pipeline::review(&snapshot, &review, stage, budget, Explanation::enabled()).await;
+    let outcome = pipeline::review(&snapshot, None, &review, stage, budget, Explanation::enabled()).await;
     match args.output {
         Output::Text => {
             print!("{}", report::text(stage, &review.request.uid, review.version, &outcome, true))

@@ -37,8 +37,8 @@ pub(crate) struct Snapshot {
     pub(crate) validating: Vec<Arc<Hook>>,
     mutating_index: RuleIndex,
     validating_index: RuleIndex,
-    /// Labels of the configured `Namespace` objects, by name.
-    pub(crate) namespaces: HashMap<String, Labels>,
+    /// Labels of the configured `Namespace` objects, by name (outside cluster mode).
+    pub(crate) namespaces: HashMap<String, Arc<Labels>>,
     /// Warnings found while loading (legacy values).
     pub(crate) warnings: Vec<Problem>,
     /// Fingerprint of the files this was built from.
@@ -148,15 +148,38 @@ impl Snapshot {
     }
 }
 
+/// What a configuration is read from.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Inputs {
+    /// Files and directories.
+    pub(crate) paths: Vec<PathBuf>,
+    /// Configurations from the cluster (fleet ConfigMaps), after the files.
+    pub(crate) texts: Vec<load::Text>,
+    /// Namespace labels come from the cluster: configured Namespaces are not needed.
+    pub(crate) live_namespaces: bool,
+}
+
 /// Reads, defaults, validates and compiles the configuration under `paths`.
 ///
 /// Errors refuse the whole configuration; warnings are kept in [`Snapshot::warnings`].
 pub(crate) fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Result<Snapshot, ConfigError> {
+    let inputs = Inputs { paths: paths.to_vec(), ..Inputs::default() };
+    load_inputs(&inputs, clients, generation)
+}
+
+/// [`load`] from files and texts.
+pub(crate) fn load_inputs(
+    inputs: &Inputs,
+    clients: &Clients,
+    generation: u64,
+) -> Result<Snapshot, ConfigError> {
     let mut problems = Vec::new();
-    let mut objects = load::read_paths(paths, &mut problems);
+    let mut objects = load::read_sources(&inputs.paths, &inputs.texts, &mut problems);
     check(&mut objects, &mut problems);
     let settings = settings(&objects, &mut problems);
-    namespaces_needed(&objects, &mut problems);
+    if !inputs.live_namespaces {
+        namespaces_needed(&objects, &mut problems);
+    }
     if problems.iter().any(|p| p.severity == Severity::Error) {
         return Err(ConfigError { problems });
     }
@@ -330,7 +353,7 @@ fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generati
             list.push(Arc::new(compile_hook(config, webhook, id, position, clients)));
         }
     }
-    let namespaces = objects.namespaces.into_iter().map(|(_, ns)| (ns.name, ns.labels)).collect();
+    let namespaces = objects.namespaces.into_iter().map(|(_, ns)| (ns.name, Arc::new(ns.labels))).collect();
     Snapshot {
         generation,
         mutating_index: RuleIndex::build(mutating.iter().map(|h| (h.position, h.rules.as_slice()))),

@@ -44,43 +44,63 @@ pub(crate) struct Objects {
     pub(crate) fingerprint: u64,
 }
 
+/// A configuration that does not come from a file (a ConfigMap's key, in cluster mode): named
+/// like a file in every problem.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Text {
+    /// What problems call it, e.g. `configmap/NAMESPACE/NAME/KEY`.
+    pub(crate) name: PathBuf,
+    pub(crate) text: String,
+}
+
 /// Reads every path; problems go to `problems`, the objects that did parse are returned.
 pub(crate) fn read_paths(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Objects {
+    read_sources(paths, &[], problems)
+}
+
+/// Reads every path, then every text (in their order); as [`read_paths`].
+pub(crate) fn read_sources(paths: &[PathBuf], texts: &[Text], problems: &mut Vec<Problem>) -> Objects {
     let mut objects = Objects::default();
     let mut hasher = DefaultHasher::new();
-    for file in expand(paths, problems) {
-        let text = match read_file(&file) {
-            Ok(text) => text,
-            Err(message) => {
-                problems.push(file_problem(&file, message));
-                continue;
-            }
-        };
+    let mut read = |file: PathBuf, text: &str, objects: &mut Objects, problems: &mut Vec<Problem>| {
         file.hash(&mut hasher);
         text.hash(&mut hasher);
         let source = Source { file };
-        match parse_documents(&source.file, &text) {
+        match parse_documents(&source.file, text) {
             Ok(documents) => {
                 for (index, document) in documents.into_iter().enumerate() {
                     let at = Document { source: &source, index };
-                    collect(&at, document, &mut objects, problems);
+                    collect(&at, document, objects, problems);
                 }
             }
             Err(message) => problems.push(file_problem(&source.file, message)),
         }
+    };
+    for file in expand(paths, problems) {
+        match read_file(&file) {
+            Ok(text) => read(file, &text, &mut objects, problems),
+            Err(message) => problems.push(file_problem(&file, message)),
+        }
+    }
+    for text in texts {
+        read(text.name.clone(), &text.text, &mut objects, problems);
     }
     objects.fingerprint = hasher.finish();
     objects
 }
 
-/// The same fingerprint [`read_paths`] computes, without parsing: cheap enough to poll.
-pub(crate) fn fingerprint(paths: &[PathBuf]) -> u64 {
+/// The same fingerprint [`read_sources`] computes, without parsing: cheap enough to poll.
+pub(crate) fn fingerprint(paths: &[PathBuf], texts: &[Text]) -> u64 {
     let mut hasher = DefaultHasher::new();
     for file in expand(paths, &mut Vec::new()) {
         if let Ok(text) = read_file(&file) {
             file.hash(&mut hasher);
             text.hash(&mut hasher);
         }
+    }
+    for text in texts {
+        text.name.hash(&mut hasher);
+        text.text.hash(&mut hasher);
     }
     hasher.finish()
 }

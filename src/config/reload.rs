@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::Watcher as _;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-use super::compile::{self, LiveSnapshot};
-use super::load;
+use super::compile::{self, Inputs, LiveSnapshot};
+use super::load::{self, Text};
+use super::ConfigError;
 use crate::upstream::Clients;
 
 /// How often the files are re-read even without an event.
@@ -19,32 +20,55 @@ pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// Events arrive in bursts (an editor's save, a ConfigMap's symlink swap): wait for quiet.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
-/// What a reload attempt came to, for metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reloaded {
+/// What a reload attempt came to, for metrics and for the cluster's Events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reloaded<'a> {
     Swapped,
-    Refused,
+    Refused(&'a ConfigError),
 }
 
-/// Watches `paths` forever, swapping new configurations into `live`.
+/// Configurations that do not live in files: the cluster's fleet ConfigMaps, as they change.
+pub(crate) type Texts = watch::Receiver<Arc<Vec<Text>>>;
+
+/// Watches the files of `inputs` (and `texts`, when given) forever, swapping new
+/// configurations into `live`.
 pub(crate) async fn watch(
-    paths: Vec<PathBuf>,
+    inputs: Inputs,
+    mut texts: Option<Texts>,
     clients: Arc<Clients>,
     live: Arc<LiveSnapshot>,
-    on_reload: impl Fn(Reloaded),
+    on_reload: impl Fn(Reloaded<'_>),
 ) {
     let (events, mut changed) = mpsc::channel::<()>(1);
     // Keep the watcher alive for as long as this task runs; without one, polling still works.
-    let _watcher = file_watcher(&paths, events);
+    let _watcher = file_watcher(&inputs.paths, events);
     let mut last_fingerprint = live.load().fingerprint;
+    let mut inputs = Arc::new(inputs);
     loop {
+        let texts_changed = async {
+            match texts.as_mut() {
+                Some(texts) => texts.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             Some(()) = changed.recv() => tokio::time::sleep(DEBOUNCE).await,
+            true = texts_changed => {}
             () = tokio::time::sleep(POLL_INTERVAL) => {}
         }
         while changed.try_recv().is_ok() {}
-        let watched = paths.clone();
-        let Ok(fingerprint) = tokio::task::spawn_blocking(move || load::fingerprint(&watched)).await else {
+        if let Some(texts) = texts.as_mut() {
+            let current = texts.borrow_and_update().clone();
+            if *current != inputs.texts {
+                let mut next = (*inputs).clone();
+                next.texts = (*current).clone();
+                inputs = Arc::new(next);
+            }
+        }
+        let watched = inputs.clone();
+        let Ok(fingerprint) =
+            tokio::task::spawn_blocking(move || load::fingerprint(&watched.paths, &watched.texts)).await
+        else {
             continue;
         };
         if fingerprint == last_fingerprint {
@@ -52,9 +76,9 @@ pub(crate) async fn watch(
         }
         last_fingerprint = fingerprint;
         let generation = live.load().generation + 1;
-        let (watched, pool) = (paths.clone(), clients.clone());
+        let (watched, pool) = (inputs.clone(), clients.clone());
         let Ok(loaded) =
-            tokio::task::spawn_blocking(move || compile::load(&watched, &pool, generation)).await
+            tokio::task::spawn_blocking(move || compile::load_inputs(&watched, &pool, generation)).await
         else {
             continue;
         };
@@ -81,7 +105,7 @@ pub(crate) async fn watch(
                     serving = live.load().generation,
                     "new configuration refused; the last good configuration keeps serving"
                 );
-                on_reload(Reloaded::Refused);
+                on_reload(Reloaded::Refused(&error));
             }
         }
     }

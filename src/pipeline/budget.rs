@@ -52,6 +52,11 @@ impl Budget {
         Self { deadline: None, minimum_call: settings.minimum_call_timeout }
     }
 
+    /// When the budget runs out; `None` without a caller deadline.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     /// The least a call is worth making with.
     pub(crate) fn minimum_call(&self) -> Duration {
         self.minimum_call

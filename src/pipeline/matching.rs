@@ -5,13 +5,13 @@
 //! (§4.0.7), in `conditions.rs`, once these let the webhook through.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::object::ObjectState;
 use super::verdict;
 use crate::config::compile::Hook;
 use crate::config::rules::RuleRequest;
 use crate::config::selector::Labels;
-use crate::config::Snapshot;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, Status};
 
@@ -85,15 +85,53 @@ pub(crate) fn exempt(review: &IncomingReview) -> Option<&'static str> {
     virtual_resource.then_some("virtual authentication/authorization resources are never sent to webhooks")
 }
 
+/// The labels of the request's namespace, as far as they were found (§4.3).
+#[derive(Clone, Debug)]
+pub(crate) enum NamespaceLabels {
+    /// Not looked up: no candidate webhook needs them.
+    NotNeeded,
+    Found(Arc<Labels>),
+    /// No such namespace; `live` when the API server said so (not the configuration).
+    Missing {
+        live: bool,
+    },
+    /// The API server could not be asked.
+    Unavailable(String),
+}
+
+/// Whether matching this request against a namespaceSelector reads the labels of a stored
+/// namespace (not those of the object itself or none at all).
+pub(crate) fn reads_namespace_labels(review: &IncomingReview) -> bool {
+    let namespace = &review.request.namespace;
+    let resource = &review.resource().resource;
+    if namespace.is_empty() && resource != "namespaces" {
+        return false;
+    }
+    !writes_namespace(review)
+}
+
+/// Creating or updating a namespace: its selector sees the labels the request (and earlier
+/// patches) give it.
+fn writes_namespace(review: &IncomingReview) -> bool {
+    review.resource().resource == "namespaces"
+        && review.request.sub_resource.is_empty()
+        && matches!(review.operation(), Operation::Create | Operation::Update)
+}
+
+/// Whether `hook` looks at namespace labels at all.
+pub(crate) fn has_namespace_selector(hook: &Hook) -> bool {
+    hook.namespace_selector.as_ref().is_some_and(|selector| !selector.is_empty())
+}
+
 /// `Ok(None)`: call the webhook; `Ok(Some(skip))`: don't; `Err(status)`: the request fails.
 pub(crate) fn should_call(
     hook: &Hook,
     review: &IncomingReview,
     object: &ObjectState<'_>,
-    snapshot: &Snapshot,
+    namespace: &NamespaceLabels,
 ) -> Result<Option<Skip>, Status> {
     let mut selector_error = None;
-    match namespace_matches(hook, review, object, snapshot) {
+    match namespace_matches(hook, review, object, namespace) {
         Ok(true) => {}
         Ok(false) => return Ok(Some(Skip::NamespaceSelector)),
         Err(status) => selector_error = Some(status),
@@ -119,17 +157,16 @@ pub(crate) fn should_call(
     }
 }
 
-/// §4.3. `Err` is the 404 for a namespace the gateway does not know.
+/// §4.3. `Err` is the 404 for a namespace that does not exist, or the 500 when the API server
+/// could not say.
 fn namespace_matches(
     hook: &Hook,
     review: &IncomingReview,
     object: &ObjectState<'_>,
-    snapshot: &Snapshot,
+    namespace: &NamespaceLabels,
 ) -> Result<bool, Status> {
-    let resource = &review.resource().resource;
-    let namespace = &review.request.namespace;
     // Cluster-scoped objects other than namespaces are never excluded.
-    if namespace.is_empty() && resource != "namespaces" {
+    if review.request.namespace.is_empty() && review.resource().resource != "namespaces" {
         return Ok(true);
     }
     let Some(selector) = &hook.namespace_selector else {
@@ -138,20 +175,19 @@ fn namespace_matches(
     if selector.is_empty() {
         return Ok(true);
     }
-    let no_labels = Labels::new();
-    let labels: &Labels = if resource == "namespaces"
-        && review.request.sub_resource.is_empty()
-        && matches!(review.operation(), Operation::Create | Operation::Update)
-    {
-        // Creating or updating a namespace: its labels as the request (and earlier patches) set them.
-        object.labels().unwrap_or(&no_labels)
-    } else {
-        match snapshot.namespaces.get(namespace) {
-            Some(labels) => labels,
-            None => return Err(verdict::namespace_not_found(namespace, &hook.name)),
+    if writes_namespace(review) {
+        let no_labels = Labels::new();
+        return Ok(selector.matches(object.labels().unwrap_or(&no_labels)));
+    }
+    match namespace {
+        NamespaceLabels::Found(labels) => Ok(selector.matches(labels)),
+        NamespaceLabels::Missing { live } => {
+            Err(verdict::namespace_not_found(&review.request.namespace, &hook.name, *live))
         }
-    };
-    Ok(selector.matches(labels))
+        NamespaceLabels::Unavailable(message) => Err(verdict::internal_error(message)),
+        // Resolved before matching whenever a candidate has a selector: not reached.
+        NamespaceLabels::NotNeeded => Err(verdict::internal_error("namespace labels were not looked up")),
+    }
 }
 
 /// §4.4: the selector must match the labels of the current object or of the old object.

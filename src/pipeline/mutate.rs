@@ -38,6 +38,7 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
         return Ok(());
     }
     let candidates = review.candidates(PHASE);
+    review.look_up_namespace(&candidates).await;
     let mut reinvocation = Reinvocation::default();
     let mut changed_in_round_0 = false;
     for round in 0..=1u8 {

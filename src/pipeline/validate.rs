@@ -23,8 +23,10 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
         review.explanation.record(|| Step::Exempt { phase: PHASE, reason: reason.into() });
         return Ok(());
     }
+    let candidates = review.candidates(PHASE);
+    review.look_up_namespace(&candidates).await;
     let mut matched: Vec<&Arc<Hook>> = Vec::new();
-    for hook in review.candidates(PHASE) {
+    for hook in candidates {
         if review.matches(hook, PHASE, 0)? {
             matched.push(hook);
         }

@@ -78,12 +78,19 @@ fn bad_request(message: &str) -> Status {
 
 /// A namespaceSelector needed the labels of a namespace the gateway does not know (§4.3): the
 /// API server's 404, with a sentence naming the webhook and what to do.
-pub(crate) fn namespace_not_found(name: &str, hook_name: &str) -> Status {
+pub(crate) fn namespace_not_found(name: &str, hook_name: &str, live: bool) -> Status {
+    // With live namespaces the words are the API server's; from configured ones, the message
+    // says what to add.
+    let message = if live {
+        format!("namespaces {name:?} not found")
+    } else {
+        format!(
+            "namespaces {name:?} not found (admission-gateway: webhook {hook_name:?} has a namespaceSelector, and the gateway's configuration lists no Namespace {name:?}: add it as a v1 Namespace object with its labels, or run with --kube)"
+        )
+    };
     Status {
         status: Some("Failure".into()),
-        message: Some(format!(
-            "namespaces {name:?} not found (admission-gateway: webhook {hook_name:?} has a namespaceSelector, and the gateway's configuration lists no Namespace {name:?}: add it as a v1 Namespace object with its labels)"
-        )),
+        message: Some(message),
         reason: Some("NotFound".into()),
         details: Some(json!({"name": name, "kind": "namespaces"})),
         code: Some(404),

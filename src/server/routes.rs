@@ -42,11 +42,14 @@ pub(crate) async fn route(
     let admission = listener == Listener::Admission;
     match (request.method(), path, stage) {
         (&Method::GET, "/healthz", _) => text(StatusCode::OK, "ok"),
-        (&Method::GET, "/readyz", _) if state.ready.load(Ordering::SeqCst) => text(StatusCode::OK, "ok"),
-        (&Method::GET, "/readyz", _) => text(StatusCode::SERVICE_UNAVAILABLE, "not ready"),
+        (&Method::GET, "/readyz", _) => readiness(state, request.uri().query()),
         (&Method::GET, "/metrics", _) if !admission => {
             let snapshot = state.live.load();
-            let mut response = text(StatusCode::OK, &state.metrics.render(&snapshot));
+            let mut body = state.metrics.render(&snapshot);
+            if let Some(cluster) = state.cluster.get() {
+                cluster.render_metrics(&mut body);
+            }
+            let mut response = text(StatusCode::OK, &body);
             response.headers_mut().insert(
                 header::CONTENT_TYPE,
                 header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
@@ -108,7 +111,9 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
     let outcome =
-        pipeline::review(&snapshot, &review, stage, budget, explanation).instrument(span.clone()).await;
+        pipeline::review(&snapshot, state.cluster.get().map(|c| &**c), &review, stage, budget, explanation)
+            .instrument(span.clone())
+            .await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
     span.in_scope(|| {
@@ -130,6 +135,31 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let mut response = Response::new(Full::new(Bytes::from(body)));
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     response
+}
+
+/// `/readyz`: 200 `ok` once the configuration is served (and, in cluster mode, the namespace
+/// cache has synced), else 503; `?verbose` lists each check as the API server's own `/readyz`
+/// does (`[+]name ok`, `[-]name reason`).
+fn readiness(state: &State, query: Option<&str>) -> Response<Full<Bytes>> {
+    let serving = state.ready.load(Ordering::SeqCst);
+    let mut checks =
+        vec![("config", serving, if serving { "ok".to_owned() } else { "not serving yet".to_owned() })];
+    if let Some(cluster) = state.cluster.get() {
+        checks.extend(cluster.checks());
+    }
+    let ready = checks.iter().all(|(_, passed, _)| *passed);
+    let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let verbose =
+        query.is_some_and(|q| q.split('&').any(|pair| pair == "verbose" || pair.starts_with("verbose=")));
+    if !verbose {
+        return text(code, if ready { "ok" } else { "not ready" });
+    }
+    let mut body = String::new();
+    for (name, passed, detail) in &checks {
+        body.push_str(&format!("[{}]{name} {detail}\n", if *passed { '+' } else { '-' }));
+    }
+    body.push_str(if ready { "readyz check passed\n" } else { "readyz check failed\n" });
+    text(code, &body)
 }
 
 fn reject(

@@ -1,0 +1,160 @@
+//! Cluster mode (`serve --kube`): what the API server knows and a configuration file cannot —
+//! live namespace labels ([`namespaces`]) and the fleet's manifests from ConfigMaps
+//! ([`fleet`]) — read through the Kubernetes API with the gateway's own service account
+//! (in-cluster) or a kubeconfig. `deploy/base/rbac.yaml` grants exactly what this module asks
+//! for.
+
+pub(crate) mod fleet;
+pub(crate) mod namespaces;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use fleet::Fleet;
+use namespaces::Namespaces;
+
+/// How long the first list of the fleet ConfigMaps may take before the gateway gives up
+/// starting.
+const FLEET_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Cluster mode's options.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// A kubeconfig file; `None`: `KUBECONFIG`, `~/.kube/config`, then the in-cluster
+    /// service account.
+    pub kubeconfig: Option<PathBuf>,
+    /// ConfigMaps whose labels match this selector hold fleet manifests.
+    pub fleet_selector: Option<String>,
+    /// The namespace of the fleet ConfigMaps; `None`: the client's default namespace (the
+    /// gateway's own, in-cluster).
+    pub fleet_namespace: Option<String>,
+    /// The namespace cache is reported stale when its watch has been down this long.
+    pub max_staleness: Duration,
+}
+
+/// The live cluster state the pipeline reads.
+pub(crate) struct Cluster {
+    pub(crate) namespaces: Arc<Namespaces>,
+    pub(crate) fleet: Option<Arc<Fleet>>,
+    max_staleness: Duration,
+}
+
+impl Cluster {
+    /// Connects and starts the watches; returns once the fleet ConfigMaps (if any) are listed.
+    /// The namespace cache fills in the background; until it has, unknown names are looked up.
+    pub(crate) async fn start(
+        options: &ClusterOptions,
+    ) -> anyhow::Result<(Arc<Self>, Vec<tokio::task::JoinHandle<()>>)> {
+        // One crypto provider for the whole process; kube's TLS uses the process default.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = match &options.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                    .await
+                    .with_context(|| format!("using kubeconfig {}", path.display()))?
+            }
+            None => kube::Config::infer()
+                .await
+                .context("finding the cluster (KUBECONFIG, ~/.kube/config, in-cluster)")?,
+        };
+        let server = config.cluster_url.to_string();
+        let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+        let namespaces = Namespaces::new(client.clone());
+        let mut tasks = vec![tokio::spawn(namespaces.clone().run())];
+        let fleet = match &options.fleet_selector {
+            Some(selector) => {
+                let namespace =
+                    options.fleet_namespace.clone().unwrap_or_else(|| client.default_namespace().to_owned());
+                let fleet = Fleet::new(client.clone(), &namespace, selector);
+                tasks.push(tokio::spawn(fleet.clone().run()));
+                if let Err(error) = fleet.synced(FLEET_SYNC_TIMEOUT).await {
+                    for task in &tasks {
+                        task.abort();
+                    }
+                    return Err(error);
+                }
+                Some(fleet)
+            }
+            None => None,
+        };
+        tracing::info!(%server, fleet_configmaps = options.fleet_selector.is_some(), "cluster mode");
+        Ok((Arc::new(Self { namespaces, fleet, max_staleness: options.max_staleness }), tasks))
+    }
+
+    /// The checks `/readyz?verbose` lists: `(name, passed, detail)`. The gateway is not ready
+    /// until the namespace cache has synced once; a stale cache is reported but does not fail
+    /// readiness (every replica would fail alike, leaving the API server with no gateway at
+    /// all), and unknown names are still asked of the API server.
+    pub(crate) fn checks(&self) -> Vec<(&'static str, bool, String)> {
+        let health = self.namespaces.health();
+        let detail = match (health.synced, health.stale_for) {
+            (false, _) => "not synced yet".to_owned(),
+            (true, Some(stale)) if stale >= self.max_staleness => format!(
+                "STALE: the watch has been down for {} s (bound {} s); labels as of then, unknown names looked up live",
+                stale.as_secs(),
+                self.max_staleness.as_secs()
+            ),
+            (true, _) => format!("ok ({} namespaces)", health.namespaces),
+        };
+        vec![("namespaces", health.synced, detail)]
+    }
+
+    /// Whether the namespace cache is older than the configured bound.
+    pub(crate) fn stale(&self) -> bool {
+        self.namespaces.health().stale_for.is_some_and(|stale| stale >= self.max_staleness)
+    }
+}
+
+impl Cluster {
+    /// Appends the cluster-mode metrics to a `/metrics` body.
+    pub(crate) fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let health = self.namespaces.health();
+        let stale_seconds = health.stale_for.map_or(0.0, |stale| stale.as_secs_f64());
+        for (name, kind, help, value) in [
+            (
+                "admission_gateway_namespace_cache_synced",
+                "gauge",
+                "1 once the namespace cache has listed every namespace.",
+                f64::from(u8::from(health.synced)),
+            ),
+            (
+                "admission_gateway_namespace_cache_namespaces",
+                "gauge",
+                "Namespaces in the cache.",
+                health.namespaces as f64,
+            ),
+            (
+                "admission_gateway_namespace_cache_stale",
+                "gauge",
+                "1 while the namespace watch has been down longer than the staleness bound.",
+                f64::from(u8::from(self.stale())),
+            ),
+            (
+                "admission_gateway_namespace_cache_stale_seconds",
+                "gauge",
+                "How long the namespace watch has been down (0 while it is up).",
+                stale_seconds,
+            ),
+            (
+                "admission_gateway_namespace_watch_restarts_total",
+                "counter",
+                "Namespace watches that failed and were started again.",
+                health.restarts as f64,
+            ),
+            (
+                "admission_gateway_namespace_lookups_total",
+                "counter",
+                "Namespaces missing from the cache and asked of the API server.",
+                health.lookups as f64,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
+    }
+}

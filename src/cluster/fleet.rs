@@ -1,0 +1,246 @@
+//! The fleet's manifests from ConfigMaps: every ConfigMap of one namespace whose labels match
+//! `--fleet-selector` contributes its `.yaml`, `.yml` and `.json` keys as configuration files
+//! named `configmap/NAMESPACE/NAME/KEY`, in name then key order, after the `--config` files.
+//! The reload task validates them with the files and swaps them in together (a refused
+//! configuration keeps the last good one serving); the problems of a refused one are posted as
+//! Warning Events on the ConfigMaps they are in.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::api::Api;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::watch;
+
+use crate::config::load::Text;
+use crate::config::ConfigError;
+
+const EXTENSIONS: [&str; 3] = [".yaml", ".yml", ".json"];
+/// The Events API's limit on a note.
+const MAX_NOTE_BYTES: usize = 1024;
+const RETRY_MIN: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(15);
+
+/// One fleet ConfigMap as last seen.
+#[derive(Clone, Debug)]
+struct Seen {
+    reference: ObjectReference,
+    data: BTreeMap<String, String>,
+}
+
+/// The fleet ConfigMaps, watched.
+pub(crate) struct Fleet {
+    api: Api<ConfigMap>,
+    namespace: String,
+    selector: String,
+    texts: watch::Sender<Arc<Vec<Text>>>,
+    /// Which ConfigMap each text came from, to put Events on.
+    origins: std::sync::Mutex<HashMap<PathBuf, ObjectReference>>,
+    recorder: Recorder,
+    synced: watch::Sender<bool>,
+}
+
+impl Fleet {
+    pub(crate) fn new(client: kube::Client, namespace: &str, selector: &str) -> Arc<Self> {
+        let reporter = Reporter {
+            controller: "admission-gateway".into(),
+            instance: std::env::var("POD_NAME").ok().or_else(hostname),
+        };
+        Arc::new(Self {
+            api: Api::namespaced(client.clone(), namespace),
+            namespace: namespace.to_owned(),
+            selector: selector.to_owned(),
+            texts: watch::Sender::new(Arc::new(Vec::new())),
+            origins: std::sync::Mutex::new(HashMap::new()),
+            recorder: Recorder::new(client, reporter),
+            synced: watch::Sender::new(false),
+        })
+    }
+
+    /// The configurations, as they change.
+    pub(crate) fn texts(&self) -> watch::Receiver<Arc<Vec<Text>>> {
+        self.texts.subscribe()
+    }
+
+    /// Waits until the ConfigMaps have been listed once, at most `timeout`.
+    pub(crate) async fn synced(&self, timeout: Duration) -> anyhow::Result<()> {
+        let mut synced = self.synced.subscribe();
+        let done =
+            tokio::time::timeout(timeout, async { synced.wait_for(|synced| *synced).await.is_ok() }).await;
+        match done {
+            Ok(true) => Ok(()),
+            _ => anyhow::bail!(
+                "could not list the fleet ConfigMaps (namespace {:?}, selector {:?}) within {} s",
+                self.namespace,
+                self.selector,
+                timeout.as_secs()
+            ),
+        }
+    }
+
+    /// Keeps the texts current forever; a failed watch starts again, with a full list, after a
+    /// backoff.
+    pub(crate) async fn run(self: Arc<Self>) {
+        let mut backoff = RETRY_MIN;
+        let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+        loop {
+            if self.watch_once(&mut seen).await {
+                backoff = RETRY_MIN;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(RETRY_MAX);
+        }
+    }
+
+    async fn watch_once(&self, seen: &mut BTreeMap<String, Seen>) -> bool {
+        let config = watcher::Config::default().labels(&self.selector);
+        let mut events = watcher::watcher(self.api.clone(), config).boxed();
+        let mut listing: Option<BTreeMap<String, Seen>> = None;
+        let mut listed = false;
+        while let Some(event) = events.next().await {
+            match event {
+                Err(error) => {
+                    tracing::warn!("fleet ConfigMap watch failed, starting it again: {error}");
+                    return listed;
+                }
+                Ok(Event::Init) => listing = Some(BTreeMap::new()),
+                Ok(Event::InitApply(map)) => {
+                    if let (Some(list), Some((name, entry))) = (listing.as_mut(), seen_of(map)) {
+                        list.insert(name, entry);
+                    }
+                }
+                Ok(Event::InitDone) => {
+                    if let Some(list) = listing.take() {
+                        *seen = list;
+                    }
+                    listed = true;
+                    self.publish(seen);
+                    self.synced.send_replace(true);
+                }
+                Ok(Event::Apply(map)) => {
+                    if let Some((name, entry)) = seen_of(map) {
+                        seen.insert(name, entry);
+                        self.publish(seen);
+                    }
+                }
+                Ok(Event::Delete(map)) => {
+                    if let Some(name) = map.metadata.name {
+                        seen.remove(&name);
+                        self.publish(seen);
+                    }
+                }
+            }
+        }
+        listed
+    }
+
+    /// Sends the texts to the reload task when they changed.
+    fn publish(&self, seen: &BTreeMap<String, Seen>) {
+        let mut texts = Vec::new();
+        let mut origins = HashMap::new();
+        for (name, entry) in seen {
+            for (key, text) in &entry.data {
+                if !EXTENSIONS.iter().any(|extension| key.ends_with(extension)) {
+                    continue;
+                }
+                let path = PathBuf::from(format!("configmap/{}/{name}/{key}", self.namespace));
+                origins.insert(path.clone(), entry.reference.clone());
+                texts.push(Text { name: path, text: text.clone() });
+            }
+        }
+        *self.origins.lock().unwrap_or_else(|e| e.into_inner()) = origins;
+        self.texts.send_if_modified(|current| {
+            let changed = **current != texts;
+            if changed {
+                *current = Arc::new(texts);
+            }
+            changed
+        });
+    }
+
+    /// Posts a Warning Event on every ConfigMap `error` found a problem in.
+    pub(crate) async fn report(&self, error: &ConfigError) {
+        let mut by_map: BTreeMap<String, (ObjectReference, Vec<String>)> = BTreeMap::new();
+        {
+            let origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+            for problem in error.problems.iter().filter(|p| p.severity == crate::config::Severity::Error) {
+                if let Some(reference) = origins.get(&problem.file) {
+                    let name = reference.name.clone().unwrap_or_default();
+                    let entry = by_map.entry(name).or_insert_with(|| (reference.clone(), Vec::new()));
+                    entry.1.push(problem.to_string());
+                }
+            }
+        }
+        for (name, (reference, problems)) in by_map {
+            let count = problems.len();
+            let mut note = format!(
+                "{count} problem(s); the last good configuration keeps serving: {}",
+                problems.join("; ")
+            );
+            truncate(&mut note, MAX_NOTE_BYTES);
+            let event = KubeEvent {
+                type_: EventType::Warning,
+                reason: "InvalidFleetConfiguration".into(),
+                note: Some(note),
+                action: "Reload".into(),
+                secondary: None,
+            };
+            if let Err(error) = self.recorder.publish(&event, &reference).await {
+                tracing::warn!(configmap = %name, "could not post an Event on the fleet ConfigMap: {error}");
+            }
+        }
+    }
+}
+
+fn seen_of(map: ConfigMap) -> Option<(String, Seen)> {
+    let name = map.metadata.name.clone()?;
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        name: Some(name.clone()),
+        namespace: map.metadata.namespace.clone(),
+        uid: map.metadata.uid.clone(),
+        resource_version: map.metadata.resource_version.clone(),
+        field_path: None,
+    };
+    Some((name, Seen { reference, data: map.data.unwrap_or_default() }))
+}
+
+/// Cuts `text` to at most `limit` bytes, on a character boundary, marking the cut.
+fn truncate(text: &mut String, limit: usize) {
+    const MARK: &str = " …";
+    if text.len() <= limit {
+        return;
+    }
+    let mut end = limit - MARK.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(MARK);
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/etc/hostname").ok().map(|name| name.trim().to_owned()).filter(|n| !n.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate;
+
+    #[test]
+    fn a_long_note_is_cut_on_a_character_boundary() {
+        let mut note = "é".repeat(600);
+        truncate(&mut note, 1024);
+        assert!(note.len() <= 1024, "{}", note.len());
+        assert!(note.ends_with(" …"));
+        let mut short = "fine".to_owned();
+        truncate(&mut short, 1024);
+        assert_eq!(short, "fine");
+    }
+}

@@ -4,6 +4,7 @@
 //! (in-cluster) or a kubeconfig. `deploy/base/rbac.yaml` grants exactly what this module asks
 //! for.
 
+pub(crate) mod authorizer;
 pub(crate) mod fleet;
 pub(crate) mod namespaces;
 
@@ -37,6 +38,7 @@ pub struct ClusterOptions {
 
 /// The live cluster state the pipeline reads.
 pub(crate) struct Cluster {
+    client: kube::Client,
     pub(crate) namespaces: Arc<Namespaces>,
     pub(crate) fleet: Option<Arc<Fleet>>,
     max_staleness: Duration,
@@ -83,7 +85,7 @@ impl Cluster {
             None => None,
         };
         tracing::info!(%server, fleet_configmaps = options.fleet_selector.is_some(), "cluster mode");
-        Ok((Arc::new(Self { namespaces, fleet, max_staleness: options.max_staleness }), tasks))
+        Ok((Arc::new(Self { client, namespaces, fleet, max_staleness: options.max_staleness }), tasks))
     }
 
     /// The checks `/readyz?verbose` lists: `(name, passed, detail)`. The gateway is not ready
@@ -102,6 +104,11 @@ impl Cluster {
             (true, _) => format!("ok ({} namespaces)", health.namespaces),
         };
         vec![("namespaces", health.synced, detail)]
+    }
+
+    /// The CEL authorizer of one review, asking as the requesting user.
+    pub(crate) fn authorizer(&self, user: authorizer::UserInfo) -> authorizer::ReviewAuthorizer {
+        authorizer::ReviewAuthorizer::new(self.client.clone(), user, tokio::runtime::Handle::current())
     }
 
     /// Whether the namespace cache is older than the configured bound.

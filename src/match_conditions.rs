@@ -19,6 +19,7 @@
 
 use kube_cel::cel;
 
+pub(crate) mod authorizer;
 mod check;
 mod convert;
 mod functions;
@@ -48,6 +49,8 @@ pub(crate) struct Uses {
     pub(crate) object: bool,
     pub(crate) old_object: bool,
     pub(crate) request: bool,
+    /// Calls `check` on the authorizer: evaluation may wait for the API server.
+    pub(crate) authorizer: bool,
 }
 
 impl Uses {
@@ -56,6 +59,7 @@ impl Uses {
             object: self.object || other.object,
             old_object: self.old_object || other.old_object,
             request: self.request || other.request,
+            authorizer: self.authorizer || other.authorizer,
         }
     }
 }

@@ -216,7 +216,13 @@ impl<'r> Review<'r> {
             matching::should_call(hook, self.request, &self.object, &self.namespace).and_then(|skip| {
                 match skip {
                     Some(skip) => Ok(Some(skip)),
-                    None => conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions),
+                    None => conditions::evaluate(
+                        hook,
+                        self.request,
+                        &mut self.object,
+                        &mut self.conditions,
+                        self.cluster,
+                    ),
                 }
             });
         match decided {

@@ -139,6 +139,26 @@ impl Walker {
         !self.bound(name) && [OBJECT, OLD_OBJECT, REQUEST, NAMESPACE_OBJECT, AUTHORIZER].contains(&name)
     }
 
+    /// A chain rooted at `authorizer`: every step a `@gateway.authz(target, 'method', args…)`
+    /// (authorizer.rs).
+    fn rewrite_authorizer(&mut self, expr: IdedExpr) -> IdedExpr {
+        self.uses.authorizer = true;
+        match expr.expr {
+            Expr::Ident(_) => call(names::AUTHZ_ROOT, None, Vec::new()),
+            Expr::Select(select) if !select.test => {
+                let target = self.rewrite_authorizer(*select.operand);
+                call(names::AUTHZ, None, vec![target, string(&select.field)])
+            }
+            Expr::Call(CallExpr { func_name, target: Some(target), args }) => {
+                let mut rewritten = vec![self.rewrite_authorizer(*target), string(&func_name)];
+                rewritten.extend(args.into_iter().map(|arg| self.rewrite(arg)));
+                call(names::AUTHZ, None, rewritten)
+            }
+            // `has(authorizer.x)` and the like: nothing the library defines.
+            _ => call(names::AUTHORIZER, None, Vec::new()),
+        }
+    }
+
     fn undeclared(&mut self, name: &str) {
         let error = format!("undeclared reference to '{name}' (in container '')");
         if !self.errors.contains(&error) {
@@ -149,7 +169,7 @@ impl Walker {
     fn rewrite(&mut self, expr: IdedExpr) -> IdedExpr {
         if let Some(root) = receiver_root(&expr) {
             if root == AUTHORIZER && self.declared(root) && !matches!(expr.expr, Expr::Ident(_)) {
-                return call(names::AUTHORIZER, None, Vec::new());
+                return self.rewrite_authorizer(expr);
             }
         }
         let id = expr.id;

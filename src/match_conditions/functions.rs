@@ -174,11 +174,11 @@ pub(super) fn charged(ftx: &FunctionContext<'_, '_>) -> ResolveResult {
     Value::resolve(&call, &scope)
 }
 
-/// `authorizer`: the gateway has no cluster to ask.
+/// `authorizer` used other than as the receiver of the authz library's methods.
 pub(super) fn authorizer() -> ResolveResult {
     Err(ExecutionError::function_error(
         names::AUTHORIZER,
-        "authorizer is not available: admission-gateway has no cluster to send SubjectAccessReviews to",
+        "authorizer is not available: admission-gateway has no cluster to send SubjectAccessReviews to (run it with --kube)",
     ))
 }
 

@@ -7,6 +7,8 @@ pub(crate) const MAP: &str = "@gateway.map";
 pub(crate) const SIZED: &str = "@gateway.sized";
 pub(crate) const CHARGED: &str = "@gateway.charged";
 pub(crate) const AUTHORIZER: &str = "@gateway.authorizer";
+pub(crate) const AUTHZ_ROOT: &str = "@gateway.authzRoot";
+pub(crate) const AUTHZ: &str = "@gateway.authz";
 pub(crate) const QUANTITY: &str = "@gateway.quantity";
 pub(crate) const IS_QUANTITY: &str = "@gateway.isQuantity";
 

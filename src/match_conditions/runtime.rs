@@ -110,6 +110,8 @@ fn root() -> Context<'static> {
     ctx.add_function(names::SIZED, sized);
     ctx.add_function(names::CHARGED, charged);
     ctx.add_function(names::AUTHORIZER, authorizer);
+    ctx.add_function(names::AUTHZ_ROOT, super::authorizer::root);
+    ctx.add_function(names::AUTHZ, super::authorizer::step);
     ctx.add_function(names::QUANTITY, quantity);
     ctx.add_function(names::IS_QUANTITY, is_quantity);
     ctx
@@ -277,6 +279,11 @@ fn type_name(value: &Value) -> &'static str {
         Value::Timestamp(_) => "google.protobuf.Timestamp",
         _ => "dyn",
     }
+}
+
+/// Time the evaluation spent waiting (for the authorizer): moves the deadline by as much.
+pub(super) fn not_charged(waited: std::time::Duration) {
+    meter(|m| m.deadline += waited);
 }
 
 fn meter<T>(f: impl FnOnce(&mut Meter) -> T) -> T {

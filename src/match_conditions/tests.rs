@@ -205,22 +205,145 @@ fn quantity_ip_and_cidr() {
 }
 
 #[test]
-fn the_authorizer_is_an_evaluation_error() {
+fn without_a_cluster_the_authorizer_is_an_evaluation_error() {
     for expression in [
         "authorizer.group('').resource('pods').namespace('prod').check('delete').allowed()",
         "authorizer.requestResource.check('update').allowed()",
-        "authorizer.serviceAccount('kube-system', 'ctrl').resource('pods').check('get').allowed()",
+        "authorizer.serviceAccount('kube-system', 'ctrl').group('').resource('pods').check('get').allowed()",
         "authorizer == null",
     ] {
         let message = error_of(expression);
         assert!(
-            message.ends_with("authorizer is not available: admission-gateway has no cluster to send SubjectAccessReviews to"),
+            message.ends_with("authorizer is not available: admission-gateway has no cluster to send SubjectAccessReviews to (run it with --kube)"),
             "{expression}: {message}"
         );
     }
     // With a false condition beside it, the webhook is skipped all the same.
     let outcome = eval(&[("a", "authorizer.requestResource.check('get').allowed()"), ("b", "false")]);
     assert_eq!(outcome, Outcome::False { condition: "b".into() });
+}
+
+/// Allows what it lists, records every question, and fails (errored decision) on verb `fail`.
+#[derive(Default)]
+struct Fake {
+    allow: Vec<authorizer::Check>,
+    asked: std::sync::Mutex<Vec<authorizer::Check>>,
+}
+
+impl authorizer::Authorizer for Fake {
+    fn authorize(&self, check: &authorizer::Check) -> authorizer::Decision {
+        self.asked.lock().unwrap().push(check.clone());
+        if check.verb == "fail" {
+            return authorizer::Decision {
+                error: Some("webhook authorizer down".into()),
+                ..Default::default()
+            };
+        }
+        let allowed = self.allow.contains(check);
+        authorizer::Decision {
+            allowed,
+            reason: if allowed { "RBAC: allowed".into() } else { String::new() },
+            error: None,
+        }
+    }
+}
+
+fn with_fake<R>(fake: std::sync::Arc<Fake>, f: impl FnOnce() -> R) -> R {
+    let scope = authorizer::Scope {
+        authorizer: fake,
+        request_resource: authorizer::ResourceTarget {
+            group: "apps".into(),
+            resource: "deployments".into(),
+            subresource: "scale".into(),
+            namespace: "prod".into(),
+            name: "web".into(),
+            ..Default::default()
+        },
+    };
+    authorizer::with_scope(Some(scope), f)
+}
+
+fn resource(group: &str, resource: &str, namespace: &str, name: &str) -> authorizer::ResourceTarget {
+    authorizer::ResourceTarget {
+        group: group.into(),
+        resource: resource.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_authorizer_asks_each_check_as_the_authz_library_builds_it() {
+    use authorizer::{Check, Subject, Target};
+    let deployments = Check {
+        subject: Subject::Requester,
+        verb: "update".into(),
+        target: Target::Resource(resource("apps", "deployments", "prod", "web")),
+    };
+    let fake = std::sync::Arc::new(Fake { allow: vec![deployments.clone()], ..Fake::default() });
+    with_fake(fake.clone(), || {
+        is_true("authorizer.group('apps').resource('deployments').namespace('prod').name('web').check('update').allowed()");
+        is_false(
+            "authorizer.group('apps').resource('deployments').namespace('prod').check('update').allowed()",
+        );
+        is_true("authorizer.group('apps').resource('deployments').namespace('prod').name('web').check('update').reason() == 'RBAC: allowed'");
+        is_false("authorizer.path('/healthz').check('get').allowed()");
+        is_true("!authorizer.serviceAccount('kube-system', 'ctrl').group('').resource('pods').subresource('log').check('get').errored()");
+        is_true("authorizer.requestResource.check('patch').error() == ''");
+        is_true("authorizer.path('/metrics').check('fail').errored() && authorizer.path('/metrics').check('fail').error() == 'webhook authorizer down'");
+    });
+    let asked = fake.asked.lock().unwrap().clone();
+    assert!(asked.contains(&deployments), "{asked:?}");
+    assert!(asked.contains(&Check {
+        subject: Subject::Requester,
+        verb: "get".into(),
+        target: Target::Path("/healthz".into())
+    }));
+    let service_account = Subject::ServiceAccount { namespace: "kube-system".into(), name: "ctrl".into() };
+    let logs = authorizer::ResourceTarget { subresource: "log".into(), ..resource("", "pods", "", "") };
+    assert!(
+        asked.contains(&Check {
+            subject: service_account,
+            verb: "get".into(),
+            target: Target::Resource(logs)
+        }),
+        "{asked:?}"
+    );
+    let request = authorizer::ResourceTarget {
+        subresource: "scale".into(),
+        ..resource("apps", "deployments", "prod", "web")
+    };
+    assert!(
+        asked.contains(&Check {
+            subject: Subject::Requester,
+            verb: "patch".into(),
+            target: Target::Resource(request)
+        }),
+        "{asked:?}"
+    );
+}
+
+#[test]
+fn the_authz_library_refuses_what_authz_go_refuses() {
+    with_fake(std::sync::Arc::new(Fake::default()), || {
+        for (expression, error) in [
+            ("authorizer.path('  ').check('get').allowed()", "path must not be empty"),
+            ("authorizer.group('apps').resource('').check('get').allowed()", "resource must not be empty"),
+            (
+                "authorizer.serviceAccount('Not_A_Namespace', 'sa').path('/x').check('get').allowed()",
+                "Invalid service account namespace",
+            ),
+            (
+                "authorizer.serviceAccount('ns', 'bad name').path('/x').check('get').allowed()",
+                "Invalid service account name",
+            ),
+            ("authorizer.group('apps').check('get').allowed()", "no such overload"),
+        ] {
+            let message = error_of(expression);
+            assert!(message.contains(error), "{expression}: {message}");
+        }
+    });
 }
 
 #[test]

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use super::matching::Skip;
 use super::object::ObjectState;
 use super::verdict;
+use crate::cluster::Cluster;
 use crate::config::compile::{FailurePolicy, Hook};
+use crate::match_conditions::authorizer;
 use crate::match_conditions::{self, json_value, request_value, Condition, Outcome, Variables};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
@@ -21,6 +23,8 @@ use crate::review::Status;
 #[derive(Default)]
 pub(crate) struct State {
     variables: Variables,
+    /// The review's authorizer, made when a condition first checks something.
+    authorizer: Option<authorizer::Scope>,
     /// Counts the object's changes; `variables.object` is of version `object_converted`.
     object_version: u64,
     object_converted: Option<u64>,
@@ -40,6 +44,7 @@ pub(crate) fn evaluate(
     review: &IncomingReview,
     object: &mut ObjectState<'_>,
     state: &mut State,
+    cluster: Option<&Cluster>,
 ) -> Result<Option<Skip>, Status> {
     if hook.match_conditions.is_empty() {
         return Ok(None);
@@ -61,7 +66,20 @@ pub(crate) fn evaluate(
         .iter()
         .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
         .collect();
-    match match_conditions::evaluate(&conditions, &mut state.variables) {
+    let outcome = if uses.authorizer && cluster.is_some() && can_wait() {
+        if let (None, Some(cluster)) = (&state.authorizer, cluster) {
+            state.authorizer = Some(scope(cluster, review));
+        }
+        // Checks block the thread on a SubjectAccessReview: tell the runtime first.
+        let scope = state.authorizer.clone();
+        let variables = &mut state.variables;
+        tokio::task::block_in_place(|| {
+            authorizer::with_scope(scope, || match_conditions::evaluate(&conditions, variables))
+        })
+    } else {
+        match_conditions::evaluate(&conditions, &mut state.variables)
+    };
+    match outcome {
         Outcome::Match => Ok(None),
         Outcome::False { condition } => Ok(Some(Skip::ConditionFalse(condition))),
         Outcome::Error { message, conditions } => match hook.failure_policy {
@@ -71,6 +89,32 @@ pub(crate) fn evaluate(
                 let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
                 Err(verdict::forbidden(&resource.group, &resource.resource, &review.request.name, &message))
             }
+        },
+    }
+}
+
+/// Whether this thread may block for the authorizer: only a multi-threaded runtime's worker
+/// can hand its other tasks over (`block_in_place`).
+fn can_wait() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// The authorizer scope of `review`: SubjectAccessReviews as its user, `requestResource` its
+/// resource.
+fn scope(cluster: &Cluster, review: &IncomingReview) -> authorizer::Scope {
+    let user = serde_json::from_str(review.user_info().get()).unwrap_or_default();
+    let r = &review.request;
+    let resource = r.request_resource.as_ref().unwrap_or(review.resource());
+    authorizer::Scope {
+        authorizer: std::sync::Arc::new(cluster.authorizer(user)),
+        request_resource: authorizer::ResourceTarget {
+            group: resource.group.clone(),
+            resource: resource.resource.clone(),
+            subresource: r.request_sub_resource.clone().unwrap_or_else(|| r.sub_resource.clone()),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            ..authorizer::ResourceTarget::default()
         },
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission_gateway::app::{self, Running, ServeOptions};
+use admission_gateway::cluster::ClusterOptions;
 use admission_gateway::certs::Ca;
 use base64::Engine as _;
 use bytes::Bytes;
@@ -236,6 +237,27 @@ impl TestGateway {
         ))
         .await
         .expect("the gateway starts");
+        Self { running: Some(running), ..gateway }
+    }
+
+    /// Starts the gateway in cluster mode with `cluster`, serving `fleet` from files too (an
+    /// empty configuration directory when `None`).
+    pub async fn start_in_cluster(fleet: Option<Fleet>, cluster: ClusterOptions) -> Self {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        std::fs::create_dir(dir.path().join("config")).expect("config directory");
+        let gateway = Self { running: None, dir, client: https_client(ca()), admin: http_client() };
+        if let Some(fleet) = &fleet {
+            gateway.reconfigure(fleet);
+        }
+        gateway.rotate_certificate(ca());
+        let mut options = ServeOptions::new(
+            if fleet.is_some() { vec![gateway.config_dir()] } else { Vec::new() },
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+            Some((gateway.cert_path(), gateway.key_path())),
+        );
+        options.cluster = Some(cluster);
+        let running = app::start(options).await.expect("the gateway starts in cluster mode");
         Self { running: Some(running), ..gateway }
     }
 

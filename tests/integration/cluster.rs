@@ -1,0 +1,252 @@
+//! Cluster mode against a real kube-apiserver on loopback (`support::control_plane`): namespace
+//! labels followed live, unknown namespaces looked up, the fleet from ConfigMaps with Events on
+//! a refused one, the CEL authorizer answered by real RBAC — the gateway running with exactly
+//! the grants of `deploy/base/rbac.yaml`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use admission_gateway::cluster::ClusterOptions;
+use serde_json::{json, Value};
+
+use crate::support::control_plane::{ControlPlane, Identity};
+use crate::support::fixtures::{self, POD_CREATE};
+use crate::support::{eventually, validating, webhook, Fleet, MockWebhook, TestGateway};
+
+const GATEWAY_NAMESPACE: &str = "admission-gateway";
+const FLEET_LABEL: &str = "admission-gateway/fleet=true";
+
+/// The pod fixture in `namespace`, asked by `user`.
+fn pod_in(namespace: &str, user: &str) -> Value {
+    let mut review = fixtures::review(POD_CREATE);
+    review["request"]["namespace"] = json!(namespace);
+    review["request"]["object"]["metadata"]["namespace"] = json!(namespace);
+    review["request"]["userInfo"] = json!({"username": user, "groups": ["system:authenticated"]});
+    review
+}
+
+fn kubectl(cluster: &ControlPlane, args: &[&str]) -> String {
+    let output = cluster.kubectl(Identity::Admin, args);
+    assert!(
+        output.status.success(),
+        "kubectl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The gateway's namespace and the grants of deploy/base/rbac.yaml, as a platform team
+/// applies them.
+fn grant_the_gateway(cluster: &ControlPlane) {
+    kubectl(cluster, &["create", "namespace", GATEWAY_NAMESPACE]);
+    let rbac = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/base/rbac.yaml");
+    kubectl(cluster, &["apply", "-n", GATEWAY_NAMESPACE, "-f", rbac.to_str().unwrap()]);
+}
+
+fn options(cluster: &ControlPlane, fleet_selector: Option<&str>) -> ClusterOptions {
+    ClusterOptions {
+        kubeconfig: Some(cluster.kubeconfig(Identity::Gateway)),
+        fleet_selector: fleet_selector.map(str::to_owned),
+        fleet_namespace: Some(GATEWAY_NAMESPACE.to_owned()),
+        max_staleness: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_labels_follow_the_cluster_while_reviews_flow() {
+    let cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster);
+    kubectl(&cluster, &["create", "namespace", "team-a"]);
+    let strict = MockWebhook::denying("strict namespaces only").spawn().await;
+    let fleet = Fleet::of([validating(
+        "policy",
+        [webhook("strict.example.com", &strict).namespace_selector(json!({"matchLabels": {"policy": "strict"}}))],
+    )]);
+    let gateway = TestGateway::start_in_cluster(Some(fleet), options(&cluster, None)).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async { gateway.admin_get("/readyz").await.0 == 200 }).await,
+        "ready once the namespace cache has synced"
+    );
+    let (_, verbose) = gateway.admin_get("/readyz?verbose").await;
+    assert!(verbose.contains("[+]namespaces ok"), "{verbose}");
+
+    // Not labelled: the selector does not match.
+    let answer = gateway.validate(&pod_in("team-a", "alice")).await;
+    assert!(answer.allowed(), "{}", answer.body);
+    assert_eq!(strict.calls(), 0);
+
+    // Relabelled while the gateway runs: denied within a second, as the API server would.
+    kubectl(&cluster, &["label", "namespace", "team-a", "policy=strict"]);
+    let relabelled = Instant::now();
+    let denied = eventually(Duration::from_secs(1), || async {
+        !gateway.validate(&pod_in("team-a", "alice")).await.allowed()
+    })
+    .await;
+    assert!(denied, "still allowed {:?} after the relabel", relabelled.elapsed());
+    let answer = gateway.validate(&pod_in("team-a", "alice")).await;
+    assert!(answer.message().contains("strict namespaces only"), "{}", answer.body);
+
+    // A namespace nobody configured: its real labels, not a 404.
+    let answer = gateway.validate(&pod_in("default", "alice")).await;
+    assert!(answer.allowed(), "{}", answer.body);
+
+    // Created a moment ago, already strict: found (cache or live lookup), denied.
+    kubectl(&cluster, &["create", "namespace", "fresh"]);
+    kubectl(&cluster, &["label", "namespace", "fresh", "policy=strict"]);
+    let answer = gateway.validate(&pod_in("fresh", "alice")).await;
+    assert!(!answer.allowed(), "{}", answer.body);
+
+    // A namespace that does not exist: the API server's 404, word for word.
+    let answer = gateway.validate(&pod_in("ghost", "alice")).await;
+    assert_eq!(answer.code(), Some(404), "{}", answer.body);
+    assert_eq!(answer.message(), r#"namespaces "ghost" not found"#);
+
+    // Deleted (finalized at once: no namespace controller runs here): 404 once the watch says so.
+    kubectl(&cluster, &["delete", "namespace", "team-a", "--wait=false"]);
+    let finalized = kubectl(&cluster, &["get", "namespace", "team-a", "-o", "json"]);
+    let mut namespace: Value = serde_json::from_str(&finalized).unwrap();
+    namespace["spec"]["finalizers"] = json!([]);
+    let output = cluster.kubectl_stdin(
+        Identity::Admin,
+        &["replace", "--raw", "/api/v1/namespaces/team-a/finalize", "-f", "-"],
+        &namespace.to_string(),
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let gone = eventually(Duration::from_secs(5), || async {
+        gateway.validate(&pod_in("team-a", "alice")).await.code() == Some(404)
+    })
+    .await;
+    assert!(gone, "a deleted namespace is not found");
+
+    let (_, metrics) = gateway.admin_get("/metrics").await;
+    assert!(metrics.contains("admission_gateway_namespace_cache_synced 1\n"), "{metrics}");
+    assert!(metrics.contains("admission_gateway_namespace_cache_stale 0\n"), "{metrics}");
+    gateway.shutdown().await;
+}
+
+fn fleet_configmap(name: &str, fleet: &Fleet) -> String {
+    serde_json::to_string(&json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": GATEWAY_NAMESPACE, "labels": {"admission-gateway/fleet": "true"}},
+        "data": {"fleet.yaml": fleet.yaml()},
+    }))
+    .unwrap()
+}
+
+fn apply(cluster: &ControlPlane, object: &str) {
+    let output = cluster.kubectl_stdin(Identity::Admin, &["apply", "-f", "-"], object);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_comes_from_configmaps_changed_broken_and_fixed() {
+    let cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster);
+    let deny = MockWebhook::denying("denied by the ConfigMap fleet").spawn().await;
+    let allow = MockWebhook::allowing().spawn().await;
+    let denying = Fleet::of([validating("from-configmap", [webhook("deny.example.com", &deny)])]);
+    apply(&cluster, &fleet_configmap("fleet", &denying));
+    // Another ConfigMap without the label is not part of the fleet.
+    let unlabelled = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "other", "namespace": GATEWAY_NAMESPACE},
+        "data": {"fleet.yaml": "not: [valid"}});
+    apply(&cluster, &unlabelled.to_string());
+
+    let gateway = TestGateway::start_in_cluster(None, options(&cluster, Some(FLEET_LABEL))).await;
+    let answer = gateway.validate(&pod_in("default", "alice")).await;
+    assert!(!answer.allowed(), "{}", answer.body);
+    assert!(answer.message().contains("denied by the ConfigMap fleet"), "{}", answer.body);
+
+    // Changed: hot-reloaded.
+    let allowing =
+        Fleet::of([validating("from-configmap", [webhook("allow.example.com", &allow).timeout_seconds(10)])]);
+    apply(&cluster, &fleet_configmap("fleet", &allowing));
+    assert!(
+        eventually(Duration::from_secs(10), || async { gateway.validate(&pod_in("default", "alice")).await.allowed() })
+            .await,
+        "the changed ConfigMap is served"
+    );
+    let calls = allow.calls();
+    assert!(calls >= 1);
+
+    // Broken: refused, reported as an Event on the ConfigMap; the last good fleet keeps serving.
+    let broken = allowing.yaml().replace("timeoutSeconds: 10", "timeoutSeconds: 99");
+    assert_ne!(broken, allowing.yaml(), "the fleet sets timeoutSeconds");
+    let broken_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "fleet", "namespace": GATEWAY_NAMESPACE, "labels": {"admission-gateway/fleet": "true"}},
+        "data": {"fleet.yaml": broken}});
+    apply(&cluster, &broken_map.to_string());
+    let reported = eventually(Duration::from_secs(10), || async {
+        let events = kubectl(&cluster, &["get", "events.events.k8s.io", "-n", GATEWAY_NAMESPACE, "-o", "json"]);
+        events.contains("InvalidFleetConfiguration") && events.contains("timeoutSeconds")
+    })
+    .await;
+    assert!(reported, "an Event names the problem");
+    let events = kubectl(&cluster, &["get", "events.events.k8s.io", "-n", GATEWAY_NAMESPACE, "-o", "json"]);
+    let events: Value = serde_json::from_str(&events).unwrap();
+    let event = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "InvalidFleetConfiguration")
+        .expect("the Event");
+    assert_eq!(event["regarding"]["kind"], "ConfigMap");
+    assert_eq!(event["regarding"]["name"], "fleet");
+    assert_eq!(event["type"], "Warning");
+    let note = event["note"].as_str().unwrap();
+    assert!(note.contains("configmap/admission-gateway/fleet/fleet.yaml"), "{note}");
+    let answer = gateway.validate(&pod_in("default", "alice")).await;
+    assert!(answer.allowed(), "the last good fleet serves: {}", answer.body);
+    assert!(allow.calls() > calls);
+    let (_, metrics) = gateway.admin_get("/metrics").await;
+    assert!(metrics.contains("admission_gateway_config_reloads_total{result=\"failure\"} 1\n"), "{metrics}");
+
+    // Fixed: served again.
+    apply(&cluster, &fleet_configmap("fleet", &denying));
+    assert!(
+        eventually(Duration::from_secs(10), || async { !gateway.validate(&pod_in("default", "alice")).await.allowed() })
+            .await,
+        "the fixed ConfigMap is served"
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cel_authorizer_asks_real_rbac() {
+    let cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster);
+    kubectl(&cluster, &["create", "namespace", "team-a"]);
+    // alice may delete pods in team-a, not elsewhere.
+    kubectl(&cluster, &["create", "role", "pod-deleter", "-n", "team-a", "--verb=delete", "--resource=pods"]);
+    kubectl(&cluster, &["create", "rolebinding", "alice-deletes", "-n", "team-a", "--role=pod-deleter", "--user=alice"]);
+    let guarded = MockWebhook::denying("only for pod deleters").spawn().await;
+    let by_service_account = MockWebhook::allowing().spawn().await;
+    let deleters = webhook("deleters.example.com", &guarded).set(
+        "matchConditions",
+        json!([{"name": "can-delete", "expression":
+            "authorizer.group('').resource('pods').namespace(request.namespace).check('delete').allowed()"}]),
+    );
+    let gateway_account = webhook("sa.example.com", &by_service_account).set(
+        "matchConditions",
+        json!([{"name": "gateway-lists-namespaces", "expression":
+            "authorizer.serviceAccount('admission-gateway', 'admission-gateway').group('').resource('namespaces').check('list').allowed() && !authorizer.path('/metrics').check('get').allowed()"}]),
+    );
+    let fleet = Fleet::of([validating("authz", [deleters, gateway_account])]);
+    let gateway = TestGateway::start_in_cluster(Some(fleet), options(&cluster, None)).await;
+
+    let answer = gateway.validate(&pod_in("team-a", "alice")).await;
+    assert!(!answer.allowed(), "alice can delete pods in team-a: the webhook is called");
+    assert!(answer.message().contains("only for pod deleters"), "{}", answer.body);
+    assert_eq!(guarded.calls(), 1);
+
+    let answer = gateway.validate(&pod_in("default", "alice")).await;
+    assert!(answer.allowed(), "not in default: condition false, webhook skipped: {}", answer.body);
+    let answer = gateway.validate(&pod_in("team-a", "bob")).await;
+    assert!(answer.allowed(), "bob may not: skipped: {}", answer.body);
+    assert_eq!(guarded.calls(), 1);
+    // The service-account check (granted by deploy/base/rbac.yaml) held every time.
+    assert_eq!(by_service_account.calls(), 3);
+    gateway.shutdown().await;
+}

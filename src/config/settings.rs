@@ -47,7 +47,7 @@ pub(crate) struct Settings {
     /// at once (Ignore: skipped and annotated failed-open; Fail: the request is rejected).
     pub(crate) minimum_call_timeout: Duration,
     /// Custom resources served at several versions: their versions are equivalent for
-    /// `matchPolicy: Equivalent` (the built-in ones are in `equivalence.rs`).
+    /// `matchPolicy: Equivalent` (the built-in ones are in `equivalence/table.rs`).
     pub(crate) equivalent_resources: Vec<CustomResource>,
 }
 

@@ -7,6 +7,7 @@
 
 pub(crate) mod compile;
 pub(crate) mod defaults;
+pub(crate) mod equivalence;
 pub(crate) mod load;
 pub(crate) mod manifest;
 pub(crate) mod reload;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+use super::equivalence::Equivalence;
 use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::rules::{Rule, RuleIndex};
@@ -78,6 +79,9 @@ pub(crate) struct Hook {
     pub(crate) match_conditions: Vec<MatchCondition>,
     /// The variables any of them reads, converted only when some condition needs them.
     pub(crate) condition_uses: Uses,
+    /// `matchPolicy: Equivalent`: the snapshot's registry of equivalent resources (§4.2);
+    /// `None` for `Exact`.
+    pub(crate) equivalence: Option<Arc<Equivalence>>,
 }
 
 /// One compiled `matchConditions` entry.
@@ -183,9 +187,7 @@ pub(crate) fn load_inputs(
     if problems.iter().any(|p| p.severity == Severity::Error) {
         return Err(ConfigError { problems });
     }
-    let mut snapshot = compile(objects, problems, clients, generation);
-    snapshot.settings = settings;
-    Ok(snapshot)
+    Ok(compile(objects, problems, clients, generation, settings))
 }
 
 /// The one `GatewayConfig`'s settings (defaults without one); several are an error.
@@ -332,7 +334,14 @@ fn gateway_annotations(config: &WebhookConfiguration) -> Vec<super::Finding> {
     findings
 }
 
-fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generation: u64) -> Snapshot {
+fn compile(
+    objects: Objects,
+    warnings: Vec<Problem>,
+    clients: &Clients,
+    generation: u64,
+    settings: super::Settings,
+) -> Snapshot {
+    let equivalence = Arc::new(Equivalence::new(&settings.equivalent_resources));
     let mut configurations: Vec<WebhookConfiguration> =
         objects.configurations.into_iter().map(|(_, c)| c).collect();
     // Byte-wise name order, stable (docs/semantics.md §2.1).
@@ -350,21 +359,29 @@ fn compile(objects: Objects, warnings: Vec<Problem>, clients: &Clients, generati
             let id = format!("{}/{}/{}", config.metadata.name, webhook.name, n);
             *n += 1;
             let position = list.len();
-            list.push(Arc::new(compile_hook(config, webhook, id, position, clients)));
+            let mut hook = compile_hook(config, webhook, id, position, clients);
+            if webhook.match_policy.as_deref() == Some("Equivalent") {
+                hook.equivalence = Some(equivalence.clone());
+            }
+            list.push(Arc::new(hook));
         }
     }
     let namespaces = objects.namespaces.into_iter().map(|(_, ns)| (ns.name, Arc::new(ns.labels))).collect();
     Snapshot {
         generation,
-        mutating_index: RuleIndex::build(mutating.iter().map(|h| (h.position, h.rules.as_slice()))),
-        validating_index: RuleIndex::build(validating.iter().map(|h| (h.position, h.rules.as_slice()))),
+        mutating_index: RuleIndex::build(mutating.iter().map(index_entry)),
+        validating_index: RuleIndex::build(validating.iter().map(index_entry)),
         mutating,
         validating,
         namespaces,
         warnings,
         fingerprint: objects.fingerprint,
-        settings: super::Settings::default(),
+        settings,
     }
+}
+
+fn index_entry(hook: &Arc<Hook>) -> (usize, &[Rule], Option<&Equivalence>) {
+    (hook.position, hook.rules.as_slice(), hook.equivalence.as_deref())
 }
 
 fn compile_hook(
@@ -440,6 +457,7 @@ fn compile_hook(
         client,
         condition_uses: match_conditions.iter().fold(Uses::default(), |uses, c| uses.union(c.program.uses)),
         match_conditions,
+        equivalence: None,
     }
 }
 
@@ -475,11 +493,61 @@ mod tests {
                 },
             ));
         }
-        let snapshot = compile(objects, Vec::new(), &Clients::default(), 1);
+        let snapshot =
+            compile(objects, Vec::new(), &Clients::default(), 1, super::super::Settings::default());
         assert_eq!(snapshot.validating.len(), 1_000);
         let found: Vec<_> =
             snapshot.validating_candidates("apps", "deployments").map(|h| h.name.as_str()).collect();
         assert_eq!(found, ["w637.example.com"]);
         assert_eq!(snapshot.validating_candidates("", "pods").count(), 0);
+    }
+
+    /// Equivalent webhooks are candidates for the resources stored with the ones their rules
+    /// name, in snapshot order; Exact ones only for what they name.
+    #[test]
+    fn candidates_include_equivalent_resources_in_snapshot_order() {
+        let webhook = |name: &str, policy: &str, group: &str, resource: &str| {
+            serde_json::json!({
+                "name": name,
+                "clientConfig": {"url": "https://127.0.0.1:1/"},
+                "rules": [{"operations": ["*"], "apiGroups": [group], "apiVersions": ["*"], "resources": [resource]}],
+                "matchPolicy": policy, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            })
+        };
+        let fleet = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "fleet"},
+            "webhooks": [
+                webhook("apps.example.com", "Equivalent", "apps", "deployments"),
+                webhook("extensions.example.com", "Equivalent", "extensions", "deployments"),
+                webhook("exact.example.com", "Exact", "apps", "deployments"),
+                webhook("all-apps.example.com", "Equivalent", "apps", "*"),
+                webhook("widgets.example.com", "Equivalent", "example.com", "widgets"),
+                webhook("pods.example.com", "Equivalent", "", "pods"),
+            ],
+        });
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("fleet.json"), fleet.to_string()).unwrap();
+        std::fs::write(
+            dir.path().join("gateway.yaml"),
+            "apiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata: {name: g}\nequivalentResources:\n- {group: example.org, resource: widgets, kind: Widget, versions: [v1, v2]}\n- {group: example.com, resource: widgets, kind: Widget, versions: [v1, v2]}\n",
+        )
+        .unwrap();
+        let snapshot = load(&[dir.path().to_path_buf()], &Clients::default(), 1).unwrap();
+        let names = |group: &str, resource: &str| -> Vec<String> {
+            snapshot.validating_candidates(group, resource).map(|h| h.name.clone()).collect()
+        };
+        assert_eq!(
+            names("extensions", "deployments"),
+            ["apps.example.com", "extensions.example.com", "all-apps.example.com"]
+        );
+        assert_eq!(
+            names("apps", "deployments"),
+            ["apps.example.com", "extensions.example.com", "exact.example.com", "all-apps.example.com"]
+        );
+        assert_eq!(names("extensions", "ingresses"), ["all-apps.example.com"]);
+        assert_eq!(names("example.com", "widgets"), ["widgets.example.com"]);
+        assert_eq!(names("example.org", "widgets"), Vec::<String>::new());
+        assert_eq!(names("", "pods"), ["pods.example.com"]);
     }
 }

@@ -1,9 +1,11 @@
 //! A webhook's `rules[]`, compiled: matching a request (docs/semantics.md §4.1), and the index
-//! from (group, resource) to the webhooks whose rules can match, so a review never scans the
+//! from (group, resource) to the webhooks whose rules can match — the requested resource or,
+//! under `matchPolicy: Equivalent`, one stored with it (§4.2) — so a review never scans the
 //! whole fleet.
 
 use std::collections::HashMap;
 
+use super::equivalence::Equivalence;
 use crate::review::Operation;
 
 /// One compiled entry of `rules[]`.
@@ -92,17 +94,29 @@ pub(crate) struct RuleIndex {
 }
 
 impl RuleIndex {
-    /// From each webhook's position and rules, in ascending position order.
-    pub(crate) fn build<'r>(hooks: impl Iterator<Item = (usize, &'r [Rule])>) -> Self {
+    /// From each webhook's position, rules and, under `matchPolicy: Equivalent`, the registry
+    /// of equivalent resources, in ascending position order. An Equivalent webhook is also a
+    /// candidate for every group/resource stored with one its rules name.
+    pub(crate) fn build<'r>(
+        hooks: impl Iterator<Item = (usize, &'r [Rule], Option<&'r Equivalence>)>,
+    ) -> Self {
         let mut by_group: HashMap<String, HashMap<String, Vec<usize>>> = HashMap::new();
-        for (position, rules) in hooks {
+        let mut add = |group: &str, resource: &str, position: usize| {
+            let positions =
+                by_group.entry(group.to_owned()).or_default().entry(resource.to_owned()).or_default();
+            if positions.last() != Some(&position) {
+                positions.push(position);
+            }
+        };
+        for (position, rules, equivalence) in hooks {
             for rule in rules {
                 for group in &rule.api_groups {
-                    let by_resource = by_group.entry(group.clone()).or_default();
                     for (resource, _) in &rule.resources {
-                        let positions = by_resource.entry(resource.clone()).or_default();
-                        if positions.last() != Some(&position) {
-                            positions.push(position);
+                        add(group, resource, position);
+                        for (group, resource) in
+                            equivalence.map(|e| e.related(group, resource)).unwrap_or_default()
+                        {
+                            add(group, resource, position);
                         }
                     }
                 }

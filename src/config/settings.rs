@@ -8,6 +8,8 @@
 //! auditPatchAnnotations: false   # return patch.webhook.admission.k8s.io/* annotations
 //! deadlineMargin: 1s             # kept back from the caller's ?timeout=
 //! minimumCallTimeout: 100ms      # less budget than this left: failurePolicy at once
+//! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
+//! - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}
 //! ```
 //!
 //! `config/gateway.example.yaml` is the annotated reference.
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::equivalence::{self, CustomResource};
 use super::manifest::ObjectMeta;
 use super::{Finding, Severity};
 
@@ -43,6 +46,9 @@ pub(crate) struct Settings {
     /// A webhook is not called with less budget left than this: its `failurePolicy` answers
     /// at once (Ignore: skipped and annotated failed-open; Fail: the request is rejected).
     pub(crate) minimum_call_timeout: Duration,
+    /// Custom resources served at several versions: their versions are equivalent for
+    /// `matchPolicy: Equivalent` (the built-in ones are in `equivalence/table.rs`).
+    pub(crate) equivalent_resources: Vec<CustomResource>,
 }
 
 impl Default for Settings {
@@ -51,6 +57,7 @@ impl Default for Settings {
             audit_patch_annotations: false,
             deadline_margin: DEFAULT_DEADLINE_MARGIN,
             minimum_call_timeout: DEFAULT_MINIMUM_CALL_TIMEOUT,
+            equivalent_resources: Vec::new(),
         }
     }
 }
@@ -69,12 +76,30 @@ pub(crate) struct GatewayConfig {
     audit_patch_annotations: bool,
     deadline_margin: Option<String>,
     minimum_call_timeout: Option<String>,
+    #[serde(default)]
+    equivalent_resources: Vec<EquivalentResource>,
+}
+
+/// One `equivalentResources` entry as written; checked by [`GatewayConfig::settings`].
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EquivalentResource {
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    resource: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    versions: Vec<String>,
 }
 
 impl GatewayConfig {
     /// The settings this object asks for, or every field that is wrong.
     pub(crate) fn settings(&self) -> Result<Settings, Vec<Finding>> {
         let mut findings = Vec::new();
+        let mut later = Vec::new();
+        let equivalent_resources = equivalent_resources(&self.equivalent_resources, &mut later);
         let mut duration = |field: &str, text: &Option<String>, default: Duration| match text {
             None => default,
             Some(text) => match parse_duration(text) {
@@ -98,13 +123,122 @@ impl GatewayConfig {
                 &self.minimum_call_timeout,
                 DEFAULT_MINIMUM_CALL_TIMEOUT,
             ),
+            equivalent_resources,
         };
+        findings.extend(later);
         if findings.is_empty() {
             Ok(settings)
         } else {
             Err(findings)
         }
     }
+}
+
+/// The `equivalentResources` entries, each checked; every problem is a finding at its path.
+fn equivalent_resources(entries: &[EquivalentResource], findings: &mut Vec<Finding>) -> Vec<CustomResource> {
+    let mut found = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("equivalentResources[{i}]");
+        let before = findings.len();
+        let mut error = |field: String, message: String| {
+            findings.push(Finding { severity: Severity::Error, webhook: None, field, message })
+        };
+        let name = |value: &str,
+                    field: &str,
+                    check: fn(&str) -> Option<&'static str>,
+                    error: &mut dyn FnMut(String, String)| {
+            if value.is_empty() {
+                error(format!("{at}.{field}"), "Required value".into());
+            } else if let Some(why) = check(value) {
+                error(format!("{at}.{field}"), format!("Invalid value: {value:?}: {why}"));
+            }
+        };
+        let built_in = equivalence::is_built_in(&entry.group, &entry.resource);
+        if !built_in {
+            name(&entry.group, "group", check_group, &mut error);
+        }
+        name(&entry.resource, "resource", check_resource, &mut error);
+        name(&entry.kind, "kind", check_kind, &mut error);
+        if entry.versions.is_empty() {
+            error(format!("{at}.versions"), "Required value: the versions served, at least two".into());
+        } else if entry.versions.len() == 1 {
+            error(
+                format!("{at}.versions"),
+                format!("Invalid value: {:?}: at least two versions must be listed", entry.versions),
+            );
+        }
+        for (j, version) in entry.versions.iter().enumerate() {
+            if version.is_empty() {
+                error(format!("{at}.versions[{j}]"), "Required value".into());
+            } else if let Some(why) = check_version(version) {
+                error(format!("{at}.versions[{j}]"), format!("Invalid value: {version:?}: {why}"));
+            } else if entry.versions[..j].contains(version) {
+                error(format!("{at}.versions[{j}]"), format!("Duplicate value: {version:?}"));
+            }
+        }
+        let key = (entry.group.as_str(), entry.resource.as_str());
+        if built_in {
+            error(
+                at.clone(),
+                format!(
+                    "Invalid value: \"{}.{}\": a built-in resource, whose equivalent versions the gateway knows",
+                    key.1, key.0
+                ),
+            );
+        } else if seen.contains(&key) {
+            error(at.clone(), format!("Duplicate value: \"{}.{}\"", key.1, key.0));
+        }
+        seen.push(key);
+        if findings.len() == before {
+            found.push(CustomResource {
+                group: entry.group.clone(),
+                resource: entry.resource.clone(),
+                kind: entry.kind.clone(),
+                versions: entry.versions.clone(),
+            });
+        }
+    }
+    found
+}
+
+/// A CRD's group: a lowercase DNS subdomain with at least one dot.
+fn check_group(group: &str) -> Option<&'static str> {
+    if !is_dns_subdomain(group) {
+        Some("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")
+    } else if !group.contains('.') {
+        Some("should be a domain with at least one dot")
+    } else {
+        None
+    }
+}
+
+/// A resource's plural name: a lowercase DNS label.
+fn check_resource(resource: &str) -> Option<&'static str> {
+    (!is_dns_label(resource)).then_some("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")
+}
+
+/// A version: a DNS label starting with a letter, as the CRD's `spec.versions[].name`.
+fn check_version(version: &str) -> Option<&'static str> {
+    (!is_dns_label(version) || !version.starts_with(|c: char| c.is_ascii_lowercase()))
+        .then_some("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character")
+}
+
+/// A kind: letters and digits, starting with a letter.
+fn check_kind(kind: &str) -> Option<&'static str> {
+    (!kind.starts_with(|c: char| c.is_ascii_alphabetic()) || !kind.chars().all(|c| c.is_ascii_alphanumeric()))
+        .then_some("must consist of ASCII letters and digits, starting with a letter")
+}
+
+fn is_dns_label(text: &str) -> bool {
+    text.len() <= 63
+        && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && text.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn is_dns_subdomain(text: &str) -> bool {
+    text.len() <= 253 && text.split('.').all(is_dns_label)
 }
 
 /// A Go duration between 0 and 30 s.
@@ -184,5 +318,83 @@ mod tests {
             load(&[("a.yaml", GATEWAY), ("b.yaml", &GATEWAY.replace("name: g", "name: h"))]).unwrap_err();
         assert_eq!(error.errors(), 1);
         assert!(error.problems[0].message.contains("only one GatewayConfig"), "{:?}", error.problems);
+    }
+
+    #[test]
+    fn equivalent_resources_are_read_in_order() {
+        let settings = config(
+            "equivalentResources:\n- {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}\n- {group: example.com, resource: gadgets, kind: Gadget, versions: [v2, v1]}",
+        )
+        .settings()
+        .unwrap();
+        let found: Vec<_> = settings
+            .equivalent_resources
+            .iter()
+            .map(|r| format!("{}.{} {} {:?}", r.resource, r.group, r.kind, r.versions))
+            .collect();
+        assert_eq!(
+            found,
+            [r#"widgets.example.com Widget ["v1", "v1beta1"]"#, r#"gadgets.example.com Gadget ["v2", "v1"]"#]
+        );
+    }
+
+    #[test]
+    fn bad_equivalent_resources_are_named_by_field() {
+        let findings = config(
+            "equivalentResources:\n\
+             - {group: example.com, resource: widgets, kind: Widget, versions: []}\n\
+             - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1]}\n\
+             - {group: apps, resource: deployments, kind: Deployment, versions: [v1, v2]}\n\
+             - {group: example, resource: Gizmos, kind: '', versions: [v1]}\n\
+             - {group: example.com, resource: things, kind: Thing, versions: [v1, 2beta]}",
+        )
+        .settings()
+        .unwrap_err();
+        let found: Vec<(&str, &str)> =
+            findings.iter().map(|f| (f.field.as_str(), f.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                ("equivalentResources[0].versions", "Required value: the versions served, at least two"),
+                ("equivalentResources[1].versions[1]", r#"Duplicate value: "v1""#),
+                ("equivalentResources[1]", r#"Duplicate value: "widgets.example.com""#),
+                (
+                    "equivalentResources[2]",
+                    r#"Invalid value: "deployments.apps": a built-in resource, whose equivalent versions the gateway knows"#
+                ),
+                (
+                    "equivalentResources[3].group",
+                    r#"Invalid value: "example": should be a domain with at least one dot"#
+                ),
+                (
+                    "equivalentResources[3].resource",
+                    r#"Invalid value: "Gizmos": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"#
+                ),
+                ("equivalentResources[3].kind", "Required value"),
+                (
+                    "equivalentResources[3].versions",
+                    r#"Invalid value: ["v1"]: at least two versions must be listed"#
+                ),
+                (
+                    "equivalentResources[4].versions[1]",
+                    r#"Invalid value: "2beta": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character"#
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_fields_of_equivalent_resources_are_refused_with_their_path() {
+        let error = load(&[(
+            "gateway.yaml",
+            &format!("{GATEWAY}equivalentResources:\n- {{group: example.com, resource: widgets, kind: Widget, verions: [v1, v2]}}\n"),
+        )])
+        .unwrap_err();
+        let messages: Vec<String> = error.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert!(
+            messages[0].ends_with(r#"GatewayConfig "g": equivalentResources[0].verions: unknown field "verions" (did you mean "versions"?)"#),
+            "{messages:#?}"
+        );
     }
 }

@@ -47,6 +47,10 @@ pub(crate) async fn call(
 ) -> Called {
     let start = Instant::now();
     let not_sent = |attempt| Called { attempt, timeout: None, latency: Duration::ZERO };
+    // Matched only in another version, which the gateway cannot convert to (§4.2).
+    if let Some(error) = super::matching::not_convertible(hook, review) {
+        return not_sent(Attempt::CallError(error));
+    }
     if review.dry_run() {
         match hook.side_effects {
             SideEffects::Unset => return not_sent(Attempt::CallError(CallError::SideEffectsNil)),

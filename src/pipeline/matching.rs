@@ -10,10 +10,12 @@ use std::sync::Arc;
 use super::object::ObjectState;
 use super::verdict;
 use crate::config::compile::Hook;
+use crate::config::equivalence::{Gvk, Hit};
 use crate::config::rules::RuleRequest;
 use crate::config::selector::Labels;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, Status};
+use crate::upstream::CallError;
 
 /// Why a webhook was not called.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +141,34 @@ pub(crate) fn should_call(
     if !object_matches(hook, object) {
         return Ok(Some(Skip::ObjectSelector));
     }
+    match rule_match(hook, review) {
+        RuleMatch::None => return Ok(Some(Skip::Rules)),
+        RuleMatch::Requested | RuleMatch::Equivalent(Hit { kind: Some(_), .. }) => {}
+        // Before any selector error, as the API server does (§4.2).
+        RuleMatch::Equivalent(Hit { member, kind: None }) => {
+            return Err(verdict::internal_error(&format!(
+                "unable to convert to {}: unknown kind",
+                member.gvr()
+            )))
+        }
+    }
+    match selector_error {
+        Some(status) => Err(status),
+        None => Ok(None),
+    }
+}
+
+/// How a webhook's rules match the request.
+pub(crate) enum RuleMatch<'h> {
+    None,
+    /// A rule matches the requested resource (§4.0.3).
+    Requested,
+    /// Under `matchPolicy: Equivalent`, only a resource stored with it (§4.0.4, §4.2).
+    Equivalent(Hit<'h>),
+}
+
+/// §4.0.3, then §4.0.4 for an Equivalent webhook.
+pub(crate) fn rule_match<'h>(hook: &'h Hook, review: &IncomingReview) -> RuleMatch<'h> {
     let resource = review.resource();
     let request = RuleRequest {
         operation: review.operation(),
@@ -148,13 +178,26 @@ pub(crate) fn should_call(
         subresource: &review.request.sub_resource,
         namespace: &review.request.namespace,
     };
-    if !hook.rules.iter().any(|rule| rule.matches(&request)) {
-        return Ok(Some(Skip::Rules));
+    if hook.rules.iter().any(|rule| rule.matches(&request)) {
+        return RuleMatch::Requested;
     }
-    match selector_error {
-        Some(status) => Err(status),
-        None => Ok(None),
+    match hook.equivalence.as_deref().and_then(|equivalence| equivalence.search(&hook.rules, &request)) {
+        Some(hit) => RuleMatch::Equivalent(hit),
+        None => RuleMatch::None,
     }
+}
+
+/// The call error of a webhook whose rules match only another version of the requested
+/// resource: the gateway cannot convert the object to it (README, "Where the gateway
+/// knowingly differs"), so the webhook is judged by its failurePolicy instead of being sent
+/// the object in a version it did not ask for.
+pub(crate) fn not_convertible(hook: &Hook, review: &IncomingReview) -> Option<CallError> {
+    let RuleMatch::Equivalent(Hit { kind: Some(to), .. }) = rule_match(hook, review) else {
+        return None;
+    };
+    let from = review.kind();
+    let from = Gvk { group: &from.group, version: &from.version, kind: &from.kind };
+    Some(CallError::NotConvertible { from: from.to_string(), to: to.to_string() })
 }
 
 /// §4.3. `Err` is the 404 for a namespace that does not exist, or the 500 when the API server

@@ -36,6 +36,10 @@ pub(crate) enum CallError {
     /// Carries the rejection-style status the API server builds for it (for its code).
     #[error("unsupported patch type {patch_type:?}")]
     UnsupportedPatchType { patch_type: String, status: Box<Status> },
+    /// Not called: its rules match the request only through `matchPolicy: Equivalent`, in a
+    /// version the gateway cannot convert the object to (docs/semantics.md §4.2).
+    #[error("admission-gateway cannot convert {from} to {to}, the version this webhook's rules match through matchPolicy Equivalent")]
+    NotConvertible { from: String, to: String },
 }
 
 impl CallError {
@@ -46,7 +50,7 @@ impl CallError {
     pub(crate) fn code(&self) -> u16 {
         match self {
             Self::NoKnownReviewVersion | Self::SideEffectsNil => 400,
-            Self::NoClient(_) => 500,
+            Self::NoClient(_) | Self::NotConvertible { .. } => 500,
             Self::HttpStatus { code, .. } => *code,
             Self::UnsupportedPatchType { status, .. } => {
                 status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(400)
@@ -74,6 +78,7 @@ impl CallError {
             Self::InvalidResponse(_) => "invalid_response",
             Self::UndecodablePatch(_) => "undecodable_patch",
             Self::UnsupportedPatchType { .. } => "unsupported_patch_type",
+            Self::NotConvertible { .. } => "not_convertible",
         }
     }
 }

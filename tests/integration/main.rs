@@ -9,6 +9,7 @@ mod bad_input;
 mod ca_bundle;
 mod cli;
 mod cli_contract;
+mod control_plane;
 mod failure_policy;
 mod loadtest_mock;
 mod match_conditions;

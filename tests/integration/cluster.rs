@@ -25,23 +25,16 @@ fn pod_in(namespace: &str, user: &str) -> Value {
     review
 }
 
-fn kubectl(cluster: &ControlPlane, args: &[&str]) -> String {
-    let output = cluster.kubectl(Identity::Admin, args);
-    assert!(
-        output.status.success(),
-        "kubectl {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+async fn kubectl(cluster: &ControlPlane, args: &[&str]) -> String {
+    cluster.kubectl_ok(Identity::Admin, args).await
 }
 
 /// The gateway's namespace and the grants of deploy/base/rbac.yaml, as a platform team
 /// applies them.
-fn grant_the_gateway(cluster: &ControlPlane) {
-    kubectl(cluster, &["create", "namespace", GATEWAY_NAMESPACE]);
+async fn grant_the_gateway(cluster: &ControlPlane) {
+    kubectl(cluster, &["create", "namespace", GATEWAY_NAMESPACE]).await;
     let rbac = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/base/rbac.yaml");
-    kubectl(cluster, &["apply", "-n", GATEWAY_NAMESPACE, "-f", rbac.to_str().unwrap()]);
+    kubectl(cluster, &["apply", "-n", GATEWAY_NAMESPACE, "-f", rbac.to_str().unwrap()]).await;
 }
 
 fn options(cluster: &ControlPlane, fleet_selector: Option<&str>) -> ClusterOptions {
@@ -56,12 +49,13 @@ fn options(cluster: &ControlPlane, fleet_selector: Option<&str>) -> ClusterOptio
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespace_labels_follow_the_cluster_while_reviews_flow() {
     let cluster = ControlPlane::start().await;
-    grant_the_gateway(&cluster);
-    kubectl(&cluster, &["create", "namespace", "team-a"]);
+    grant_the_gateway(&cluster).await;
+    kubectl(&cluster, &["create", "namespace", "team-a"]).await;
     let strict = MockWebhook::denying("strict namespaces only").spawn().await;
     let fleet = Fleet::of([validating(
         "policy",
-        [webhook("strict.example.com", &strict).namespace_selector(json!({"matchLabels": {"policy": "strict"}}))],
+        [webhook("strict.example.com", &strict)
+            .namespace_selector(json!({"matchLabels": {"policy": "strict"}}))],
     )]);
     let gateway = TestGateway::start_in_cluster(Some(fleet), options(&cluster, None)).await;
     assert!(
@@ -77,7 +71,7 @@ async fn namespace_labels_follow_the_cluster_while_reviews_flow() {
     assert_eq!(strict.calls(), 0);
 
     // Relabelled while the gateway runs: denied within a second, as the API server would.
-    kubectl(&cluster, &["label", "namespace", "team-a", "policy=strict"]);
+    kubectl(&cluster, &["label", "namespace", "team-a", "policy=strict"]).await;
     let relabelled = Instant::now();
     let denied = eventually(Duration::from_secs(1), || async {
         !gateway.validate(&pod_in("team-a", "alice")).await.allowed()
@@ -92,8 +86,8 @@ async fn namespace_labels_follow_the_cluster_while_reviews_flow() {
     assert!(answer.allowed(), "{}", answer.body);
 
     // Created a moment ago, already strict: found (cache or live lookup), denied.
-    kubectl(&cluster, &["create", "namespace", "fresh"]);
-    kubectl(&cluster, &["label", "namespace", "fresh", "policy=strict"]);
+    kubectl(&cluster, &["create", "namespace", "fresh"]).await;
+    kubectl(&cluster, &["label", "namespace", "fresh", "policy=strict"]).await;
     let answer = gateway.validate(&pod_in("fresh", "alice")).await;
     assert!(!answer.allowed(), "{}", answer.body);
 
@@ -103,15 +97,17 @@ async fn namespace_labels_follow_the_cluster_while_reviews_flow() {
     assert_eq!(answer.message(), r#"namespaces "ghost" not found"#);
 
     // Deleted (finalized at once: no namespace controller runs here): 404 once the watch says so.
-    kubectl(&cluster, &["delete", "namespace", "team-a", "--wait=false"]);
-    let finalized = kubectl(&cluster, &["get", "namespace", "team-a", "-o", "json"]);
+    kubectl(&cluster, &["delete", "namespace", "team-a", "--wait=false"]).await;
+    let finalized = kubectl(&cluster, &["get", "namespace", "team-a", "-o", "json"]).await;
     let mut namespace: Value = serde_json::from_str(&finalized).unwrap();
     namespace["spec"]["finalizers"] = json!([]);
-    let output = cluster.kubectl_stdin(
-        Identity::Admin,
-        &["replace", "--raw", "/api/v1/namespaces/team-a/finalize", "-f", "-"],
-        &namespace.to_string(),
-    );
+    let output = cluster
+        .kubectl_with_stdin(
+            Identity::Admin,
+            &["replace", "--raw", "/api/v1/namespaces/team-a/finalize", "-f", "-"],
+            Some(namespace.to_string()),
+        )
+        .await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let gone = eventually(Duration::from_secs(5), || async {
         gateway.validate(&pod_in("team-a", "alice")).await.code() == Some(404)
@@ -135,24 +131,23 @@ fn fleet_configmap(name: &str, fleet: &Fleet) -> String {
     .unwrap()
 }
 
-fn apply(cluster: &ControlPlane, object: &str) {
-    let output = cluster.kubectl_stdin(Identity::Admin, &["apply", "-f", "-"], object);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+async fn apply(cluster: &ControlPlane, object: &str) {
+    cluster.apply_ok(Identity::Admin, object).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_comes_from_configmaps_changed_broken_and_fixed() {
     let cluster = ControlPlane::start().await;
-    grant_the_gateway(&cluster);
+    grant_the_gateway(&cluster).await;
     let deny = MockWebhook::denying("denied by the ConfigMap fleet").spawn().await;
     let allow = MockWebhook::allowing().spawn().await;
     let denying = Fleet::of([validating("from-configmap", [webhook("deny.example.com", &deny)])]);
-    apply(&cluster, &fleet_configmap("fleet", &denying));
+    apply(&cluster, &fleet_configmap("fleet", &denying)).await;
     // Another ConfigMap without the label is not part of the fleet.
     let unlabelled = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "other", "namespace": GATEWAY_NAMESPACE},
         "data": {"fleet.yaml": "not: [valid"}});
-    apply(&cluster, &unlabelled.to_string());
+    apply(&cluster, &unlabelled.to_string()).await;
 
     let gateway = TestGateway::start_in_cluster(None, options(&cluster, Some(FLEET_LABEL))).await;
     let answer = gateway.validate(&pod_in("default", "alice")).await;
@@ -162,10 +157,12 @@ async fn the_fleet_comes_from_configmaps_changed_broken_and_fixed() {
     // Changed: hot-reloaded.
     let allowing =
         Fleet::of([validating("from-configmap", [webhook("allow.example.com", &allow).timeout_seconds(10)])]);
-    apply(&cluster, &fleet_configmap("fleet", &allowing));
+    apply(&cluster, &fleet_configmap("fleet", &allowing)).await;
     assert!(
-        eventually(Duration::from_secs(10), || async { gateway.validate(&pod_in("default", "alice")).await.allowed() })
-            .await,
+        eventually(Duration::from_secs(10), || async {
+            gateway.validate(&pod_in("default", "alice")).await.allowed()
+        })
+        .await,
         "the changed ConfigMap is served"
     );
     let calls = allow.calls();
@@ -177,14 +174,16 @@ async fn the_fleet_comes_from_configmaps_changed_broken_and_fixed() {
     let broken_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "fleet", "namespace": GATEWAY_NAMESPACE, "labels": {"admission-gateway/fleet": "true"}},
         "data": {"fleet.yaml": broken}});
-    apply(&cluster, &broken_map.to_string());
+    apply(&cluster, &broken_map.to_string()).await;
     let reported = eventually(Duration::from_secs(10), || async {
-        let events = kubectl(&cluster, &["get", "events.events.k8s.io", "-n", GATEWAY_NAMESPACE, "-o", "json"]);
+        let events =
+            kubectl(&cluster, &["get", "events.events.k8s.io", "-n", GATEWAY_NAMESPACE, "-o", "json"]).await;
         events.contains("InvalidFleetConfiguration") && events.contains("timeoutSeconds")
     })
     .await;
     assert!(reported, "an Event names the problem");
-    let events = kubectl(&cluster, &["get", "events.events.k8s.io", "-n", GATEWAY_NAMESPACE, "-o", "json"]);
+    let events =
+        kubectl(&cluster, &["get", "events.events.k8s.io", "-n", GATEWAY_NAMESPACE, "-o", "json"]).await;
     let events: Value = serde_json::from_str(&events).unwrap();
     let event = events["items"]
         .as_array()
@@ -204,10 +203,12 @@ async fn the_fleet_comes_from_configmaps_changed_broken_and_fixed() {
     assert!(metrics.contains("admission_gateway_config_reloads_total{result=\"failure\"} 1\n"), "{metrics}");
 
     // Fixed: served again.
-    apply(&cluster, &fleet_configmap("fleet", &denying));
+    apply(&cluster, &fleet_configmap("fleet", &denying)).await;
     assert!(
-        eventually(Duration::from_secs(10), || async { !gateway.validate(&pod_in("default", "alice")).await.allowed() })
-            .await,
+        eventually(Duration::from_secs(10), || async {
+            !gateway.validate(&pod_in("default", "alice")).await.allowed()
+        })
+        .await,
         "the fixed ConfigMap is served"
     );
     gateway.shutdown().await;
@@ -216,11 +217,16 @@ async fn the_fleet_comes_from_configmaps_changed_broken_and_fixed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cel_authorizer_asks_real_rbac() {
     let cluster = ControlPlane::start().await;
-    grant_the_gateway(&cluster);
-    kubectl(&cluster, &["create", "namespace", "team-a"]);
+    grant_the_gateway(&cluster).await;
+    kubectl(&cluster, &["create", "namespace", "team-a"]).await;
     // alice may delete pods in team-a, not elsewhere.
-    kubectl(&cluster, &["create", "role", "pod-deleter", "-n", "team-a", "--verb=delete", "--resource=pods"]);
-    kubectl(&cluster, &["create", "rolebinding", "alice-deletes", "-n", "team-a", "--role=pod-deleter", "--user=alice"]);
+    kubectl(&cluster, &["create", "role", "pod-deleter", "-n", "team-a", "--verb=delete", "--resource=pods"])
+        .await;
+    kubectl(
+        &cluster,
+        &["create", "rolebinding", "alice-deletes", "-n", "team-a", "--role=pod-deleter", "--user=alice"],
+    )
+    .await;
     let guarded = MockWebhook::denying("only for pod deleters").spawn().await;
     let by_service_account = MockWebhook::allowing().spawn().await;
     let deleters = webhook("deleters.example.com", &guarded).set(

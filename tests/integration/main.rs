@@ -9,6 +9,8 @@ mod bad_input;
 mod ca_bundle;
 mod cli;
 mod cli_contract;
+mod cluster;
+mod control_plane;
 mod equivalence;
 mod failure_policy;
 mod loadtest_mock;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission_gateway::app::{self, Running, ServeOptions};
-use admission_gateway::cluster::ClusterOptions;
 use admission_gateway::certs::Ca;
+use admission_gateway::cluster::ClusterOptions;
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};

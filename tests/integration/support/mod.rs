@@ -2,6 +2,7 @@
 //! mock webhooks ([`MockWebhook`]) and the real gateway started in process ([`TestGateway`]).
 
 pub mod binary;
+pub mod control_plane;
 pub mod gateway;
 pub mod mock_webhook;
 

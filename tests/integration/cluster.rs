@@ -256,3 +256,65 @@ async fn the_cel_authorizer_asks_real_rbac() {
     assert_eq!(by_service_account.calls(), 3);
     gateway.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_namespace_watch_is_counted_reported_stale_and_recovers() {
+    let mut cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster).await;
+    kubectl(&cluster, &["create", "namespace", "team-a"]).await;
+    kubectl(&cluster, &["label", "namespace", "team-a", "policy=strict"]).await;
+    let strict = MockWebhook::denying("strict namespaces only").spawn().await;
+    let fleet = Fleet::of([validating(
+        "policy",
+        [webhook("strict.example.com", &strict)
+            .namespace_selector(json!({"matchLabels": {"policy": "strict"}}))],
+    )]);
+    let mut options = options(&cluster, None);
+    options.max_staleness = Duration::from_secs(1);
+    let gateway = TestGateway::start_in_cluster(Some(fleet), options).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async { gateway.admin_get("/readyz").await.0 == 200 }).await
+    );
+
+    cluster.stop_apiserver();
+    let stale = eventually(Duration::from_secs(20), || async {
+        let (_, verbose) = gateway.admin_get("/readyz?verbose").await;
+        verbose.contains("[+]namespaces STALE")
+    })
+    .await;
+    assert!(stale, "reported stale once the watch has been down longer than the bound");
+    let (code, _) = gateway.admin_get("/readyz").await;
+    assert_eq!(code, 200, "staleness is reported, not a failed readiness");
+    let (_, metrics) = gateway.admin_get("/metrics").await;
+    assert!(metrics.contains("admission_gateway_namespace_cache_stale 1\n"), "{metrics}");
+    assert!(!metrics.contains("admission_gateway_namespace_watch_restarts_total 0\n"), "{metrics}");
+    // The last labels keep deciding; a namespace the cache lacks cannot be looked up: 500.
+    let answer = gateway.validate(&pod_in("team-a", "alice")).await;
+    assert!(answer.message().contains("strict namespaces only"), "{}", answer.body);
+    let answer = gateway.validate(&pod_in("unknown", "alice")).await;
+    assert_eq!(answer.code(), Some(500), "{}", answer.body);
+    assert!(
+        answer
+            .message()
+            .starts_with(r#"Internal error occurred: getting namespace "unknown" from the API server"#),
+        "{}",
+        answer.body
+    );
+
+    cluster.start_apiserver().await;
+    let recovered = eventually(Duration::from_secs(30), || async {
+        let (_, verbose) = gateway.admin_get("/readyz?verbose").await;
+        verbose.contains("[+]namespaces ok")
+    })
+    .await;
+    assert!(recovered, "the watch is started again with a full list");
+    kubectl(&cluster, &["label", "namespace", "team-a", "policy-"]).await;
+    let relaxed = eventually(Duration::from_secs(2), || async {
+        gateway.validate(&pod_in("team-a", "alice")).await.allowed()
+    })
+    .await;
+    assert!(relaxed, "changes are followed again after the recovery");
+    let (_, metrics) = gateway.admin_get("/metrics").await;
+    assert!(metrics.contains("admission_gateway_namespace_cache_stale 0\n"), "{metrics}");
+    gateway.shutdown().await;
+}

@@ -73,6 +73,8 @@ impl Identity {
 pub struct ControlPlane {
     // Stopped in this order by Drop, before `dir` is removed.
     apiserver: Supervised,
+    /// How the API server was started, to start it again (`stop_apiserver`/`start_apiserver`).
+    apiserver_command: (PathBuf, Vec<String>),
     etcd: Supervised,
     server_url: String,
     ca: Ca,
@@ -169,37 +171,86 @@ impl ControlPlane {
         wait_until(&mut etcd, READY_WITHIN, || http_ok(&etcd_health)).await?;
 
         let path = |name: &str| dir.path().join(name).display().to_string();
+        let apiserver_args: Vec<String> = vec![
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={secure_port}"),
+            "--insecure-port=0".into(),
+            format!("--etcd-servers={client_url}"),
+            format!("--cert-dir={}", path("certs")),
+            format!("--tls-cert-file={}", path("apiserver.crt")),
+            format!("--tls-private-key-file={}", path("apiserver.key")),
+            format!("--client-ca-file={}", path("ca.crt")),
+            format!("--token-auth-file={}", path("tokens.csv")),
+            "--authorization-mode=RBAC".into(),
+            format!("--service-account-key-file={}", path("service-account.key")),
+            format!("--service-account-signing-key-file={}", path("service-account.key")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            "--service-cluster-ip-range=10.96.0.0/24".into(),
+            // No controller-manager creates the `default` ServiceAccount it would require.
+            "--disable-admission-plugins=ServiceAccount".into(),
+            // No Service endpoints for the loopback address to reconcile.
+            "--endpoint-reconciler-type=none".into(),
+            "--allow-privileged=true".into(),
+        ];
         let mut apiserver = Supervised::spawn(
             "kube-apiserver",
             &binaries.apiserver,
-            &[
-                "--bind-address=127.0.0.1".into(),
-                format!("--secure-port={secure_port}"),
-                "--insecure-port=0".into(),
-                format!("--etcd-servers={client_url}"),
-                format!("--cert-dir={}", path("certs")),
-                format!("--tls-cert-file={}", path("apiserver.crt")),
-                format!("--tls-private-key-file={}", path("apiserver.key")),
-                format!("--client-ca-file={}", path("ca.crt")),
-                format!("--token-auth-file={}", path("tokens.csv")),
-                "--authorization-mode=RBAC".into(),
-                format!("--service-account-key-file={}", path("service-account.key")),
-                format!("--service-account-signing-key-file={}", path("service-account.key")),
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
-                "--service-cluster-ip-range=10.96.0.0/24".into(),
-                // No controller-manager creates the `default` ServiceAccount it would require.
-                "--disable-admission-plugins=ServiceAccount".into(),
-                // No Service endpoints for the loopback address to reconcile.
-                "--endpoint-reconciler-type=none".into(),
-                "--allow-privileged=true".into(),
-            ],
+            &apiserver_args,
             &dir.path().join("kube-apiserver.log"),
         )?;
         let server_url = format!("https://127.0.0.1:{secure_port}");
+        wait_ready(&mut apiserver, &server_url, &files.ca, &files.tokens[0]).await?;
+
+        let plane = ControlPlane {
+            apiserver,
+            apiserver_command: (binaries.apiserver.clone(), apiserver_args),
+            etcd,
+            server_url,
+            ca: files.ca,
+            tokens: files.tokens,
+            dir,
+        };
+        for identity in Identity::ALL {
+            std::fs::write(plane.kubeconfig(identity), plane.kubeconfig_yaml(identity))
+                .expect("kubeconfig written");
+        }
+        Ok(plane)
+    }
+
+    /// Stops the API server (etcd keeps the data): watches on it fail, requests are refused.
+    pub fn stop_apiserver(&mut self) {
+        self.apiserver.stop();
+    }
+
+    /// Starts the API server again, on the same port with the same data, and waits until ready.
+    pub async fn start_apiserver(&mut self) {
+        let (program, args) = &self.apiserver_command;
+        let log = self.dir.path().join("kube-apiserver.restarted.log");
+        self.apiserver = match Supervised::spawn("kube-apiserver", program, args, &log) {
+            Ok(process) => process,
+            Err(StartError::Exited(why) | StartError::Failed(why)) => panic!("{why}"),
+        };
+        let admin = self.tokens[0].clone();
+        if let Err(StartError::Exited(why) | StartError::Failed(why)) =
+            wait_ready(&mut self.apiserver, &self.server_url, &self.ca, &admin).await
+        {
+            panic!("{why}");
+        }
+    }
+}
+
+/// Waits until the API server at `server_url` answers `/readyz` with 200.
+async fn wait_ready(
+    apiserver: &mut Supervised,
+    server_url: &str,
+    ca: &Ca,
+    admin: &str,
+) -> Result<(), StartError> {
+    {
         let readyz = format!("{server_url}/readyz");
-        let (ca, admin) = (&files.ca, files.tokens[0].clone());
+        let admin = admin.to_owned();
         let client = super::https_client(ca);
-        wait_until(&mut apiserver, READY_WITHIN, || {
+        wait_until(apiserver, READY_WITHIN, || {
             let request = http::Request::get(&readyz)
                 .header(http::header::AUTHORIZATION, format!("Bearer {admin}"))
                 .body(Full::new(Bytes::new()))
@@ -212,16 +263,11 @@ impl ControlPlane {
                 }
             }
         })
-        .await?;
-
-        let plane = ControlPlane { apiserver, etcd, server_url, ca: files.ca, tokens: files.tokens, dir };
-        for identity in Identity::ALL {
-            std::fs::write(plane.kubeconfig(identity), plane.kubeconfig_yaml(identity))
-                .expect("kubeconfig written");
-        }
-        Ok(plane)
+        .await
     }
+}
 
+impl ControlPlane {
     /// `https://127.0.0.1:PORT`.
     pub fn server_url(&self) -> &str {
         &self.server_url

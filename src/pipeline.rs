@@ -75,6 +75,94 @@ pub(crate) struct Outcome {
     pub(crate) failed_open: u32,
     /// Webhooks not called because the deadline budget was exhausted.
     pub(crate) budget_exhausted: u32,
+    /// What became of every webhook the review matched, in the order they were judged.
+    pub(crate) calls: Vec<CallRecord>,
+}
+
+/// What became of one matched webhook in one review: what metrics, logs and traces report
+/// (never anything of the object or the answer's text).
+#[derive(Clone, Debug)]
+pub(crate) struct CallRecord {
+    pub(crate) hook: Arc<Hook>,
+    pub(crate) phase: Phase,
+    pub(crate) round: u8,
+    pub(crate) outcome: CallOutcome,
+    /// How long the call took; zero when nothing was sent.
+    pub(crate) latency: std::time::Duration,
+    /// Whether a request was sent.
+    pub(crate) sent: bool,
+}
+
+/// How a webhook's turn ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CallOutcome {
+    /// Allowed; for a mutating webhook, whether its patch changed the object.
+    Allowed { mutated: bool },
+    /// Denied with this status code.
+    Denied { code: u16 },
+    /// No usable answer (or not called: no budget, not convertible), judged by failurePolicy:
+    /// `failed_open` under Ignore. `code` is the API server's metric code for it (0: internal).
+    Error { reason: &'static str, code: u16, failed_open: bool },
+    /// A dry run refused because of the webhook's side effects.
+    DryRunRefused,
+}
+
+impl fmt::Display for CallRecord {
+    /// `mutating/name#0 allowed mutated 200 1.25ms`: bounded words, no text from the answer.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}#{} ", self.phase.as_str(), self.hook.name, self.round)?;
+        match &self.outcome {
+            CallOutcome::Allowed { mutated: true } => f.write_str("allowed mutated")?,
+            CallOutcome::Allowed { mutated: false } => f.write_str("allowed")?,
+            CallOutcome::Denied { .. } => f.write_str("denied")?,
+            CallOutcome::Error { reason, failed_open: true, .. } => write!(f, "failed-open {reason}")?,
+            CallOutcome::Error { reason, .. } => write!(f, "error {reason}")?,
+            CallOutcome::DryRunRefused => f.write_str("dry-run-refused")?,
+        }
+        write!(f, " {}", self.code())?;
+        if self.sent {
+            write!(f, " {:.2}ms", self.latency.as_secs_f64() * 1e3)?;
+        }
+        if self.rejected() {
+            f.write_str(" rejected")?;
+        }
+        Ok(())
+    }
+}
+
+/// Several records, comma-separated, for a log field.
+pub(crate) struct CallRecords<'a>(pub(crate) &'a [CallRecord]);
+
+impl fmt::Display for CallRecords<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, record) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{record}")?;
+        }
+        Ok(())
+    }
+}
+
+impl CallRecord {
+    /// Whether this webhook made the request fail.
+    pub(crate) fn rejected(&self) -> bool {
+        match self.outcome {
+            CallOutcome::Allowed { .. } => false,
+            CallOutcome::Denied { .. } | CallOutcome::DryRunRefused => true,
+            CallOutcome::Error { failed_open, .. } => !failed_open,
+        }
+    }
+
+    /// The `code` label of `apiserver_admission_webhook_request_total` (docs/semantics.md §15.1).
+    pub(crate) fn code(&self) -> u16 {
+        match self.outcome {
+            CallOutcome::Allowed { .. } => 200,
+            CallOutcome::Denied { code } | CallOutcome::Error { code, .. } => code.min(600),
+            CallOutcome::DryRunRefused => 400,
+        }
+    }
 }
 
 /// One review on its way through the stages.
@@ -93,6 +181,7 @@ pub(crate) struct Review<'r> {
     namespace: NamespaceLabels,
     failed_open: u32,
     budget_exhausted: u32,
+    calls: Vec<CallRecord>,
 }
 
 /// Dispatches one review within `budget`. `explanation` records the steps when enabled;
@@ -117,6 +206,7 @@ pub(crate) async fn review(
         namespace: NamespaceLabels::NotNeeded,
         failed_open: 0,
         budget_exhausted: 0,
+        calls: Vec::new(),
     };
     let mut result = Ok(());
     if matches!(stage, Stage::Mutate | Stage::Admit) {
@@ -152,6 +242,7 @@ impl<'r> Review<'r> {
             final_object,
             failed_open: self.failed_open,
             budget_exhausted: self.budget_exhausted,
+            calls: self.calls,
         }
     }
 
@@ -285,7 +376,12 @@ impl<'r> Review<'r> {
             _ => format!("failed (failurePolicy Fail): {cause}"),
         };
         tracing::warn!(webhook = %hook.name, phase = phase.as_str(), reason = cause.reason(), "webhook call {outcome}");
-        Judged { judgement, outcome }
+        let kind = CallOutcome::Error {
+            reason: cause.reason(),
+            code: cause.code(),
+            failed_open: matches!(judgement, Judgement::FailedOpen),
+        };
+        Judged { judgement, outcome, kind }
     }
 
     /// A webhook the budget could not cover: answered by its failurePolicy without a call.
@@ -302,17 +398,30 @@ impl<'r> Review<'r> {
         self.failed(hook, phase, round, index, &cause)
     }
 
-    /// Puts one call into the explanation.
+    /// Records one webhook's turn, and puts it into the explanation.
     fn explain_call(
         &mut self,
-        hook: &Hook,
+        hook: &Arc<Hook>,
         phase: Phase,
         round: u8,
         called: &Called,
-        outcome: String,
+        judged: Judged,
         mutation: Mutation,
-    ) {
+    ) -> Judgement {
+        let Judged { judgement, outcome, kind } = judged;
         let Mutation { patch, mutated } = mutation;
+        let kind = match kind {
+            CallOutcome::Allowed { .. } => CallOutcome::Allowed { mutated },
+            other => other,
+        };
+        self.calls.push(CallRecord {
+            hook: hook.clone(),
+            phase,
+            round,
+            outcome: kind,
+            latency: called.latency,
+            sent: called.timeout.is_some(),
+        });
         self.explanation.record(|| match &called.timeout {
             Some(timeout) => Step::Called {
                 phase,
@@ -333,6 +442,7 @@ impl<'r> Review<'r> {
                 outcome,
             },
         });
+        judgement
     }
 }
 
@@ -340,11 +450,17 @@ impl<'r> Review<'r> {
 /// and metrics.
 pub(crate) trait Failure: fmt::Display {
     fn reason(&self) -> &'static str;
+    /// The status code the API server's metrics record for it (0: an internal error).
+    fn code(&self) -> u16;
 }
 
 impl Failure for crate::upstream::CallError {
     fn reason(&self) -> &'static str {
         crate::upstream::CallError::reason(self)
+    }
+
+    fn code(&self) -> u16 {
+        crate::upstream::CallError::code(self)
     }
 }
 
@@ -369,6 +485,11 @@ impl Failure for BudgetExhausted {
     fn reason(&self) -> &'static str {
         "budget_exhausted"
     }
+
+    /// The API server would have timed out calling it: a transport error, 503.
+    fn code(&self) -> u16 {
+        503
+    }
 }
 
 /// What a mutating webhook's call did to the object, for the explanation.
@@ -380,8 +501,43 @@ pub(crate) struct Mutation {
     pub(crate) mutated: bool,
 }
 
-/// A judged webhook outcome and its words for the explanation.
+/// A judged webhook outcome, its words for the explanation, and what is recorded of it.
 pub(crate) struct Judged {
     pub(crate) judgement: Judgement,
     pub(crate) outcome: String,
+    pub(crate) kind: CallOutcome,
+}
+
+impl Judged {
+    pub(crate) fn allowed() -> Self {
+        Self {
+            judgement: Judgement::Continue,
+            outcome: "allowed".into(),
+            kind: CallOutcome::Allowed { mutated: false },
+        }
+    }
+
+    pub(crate) fn denied(status: Status) -> Self {
+        let outcome = format!("denied: {}", status.message.as_deref().unwrap_or_default());
+        let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0);
+        Self { judgement: Judgement::Fail(status), outcome, kind: CallOutcome::Denied { code } }
+    }
+
+    pub(crate) fn dry_run_refused(status: Status) -> Self {
+        Self {
+            judgement: Judgement::Fail(status),
+            outcome: "refused: dry run".into(),
+            kind: CallOutcome::DryRunRefused,
+        }
+    }
+
+    /// An internal error of the API server's own making (metric code 0).
+    pub(crate) fn internal(status: Status, reason: &'static str) -> Self {
+        let outcome = format!("error: {}", status.message.as_deref().unwrap_or_default());
+        Self {
+            judgement: Judgement::Fail(status),
+            outcome,
+            kind: CallOutcome::Error { reason, code: 0, failed_open: false },
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! `IfNeeded` webhooks that a later webhook's change scheduled; there is never a round 2.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -73,22 +74,18 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
 
 /// Calls one webhook and applies its patch. Returns whether the object changed and how the
 /// chain goes on. Writes the webhook's `mutation.webhook…` annotation on every outcome (§14.3).
-async fn call_hook(review: &mut Review<'_>, hook: &Hook, round: u8) -> (bool, Judgement) {
+async fn call_hook(review: &mut Review<'_>, hook: &Arc<Hook>, round: u8) -> (bool, Judgement) {
     let index = hook.position;
     let mut called = call::call(hook, review.request, &review.budget, review.object.raw(), true).await;
     let mut applied_patch = None;
     let mut changed = false;
     let judged = match &mut called.attempt {
-        Attempt::Refused(status) => {
-            Judged { judgement: Judgement::Fail(status.clone()), outcome: "refused: dry run".into() }
-        }
+        Attempt::Refused(status) => Judged::dry_run_refused(status.clone()),
         Attempt::OutOfBudget { left } => review.out_of_budget(hook, PHASE, round, index, *left),
         Attempt::CallError(error) => review.failed(hook, PHASE, round, index, error),
         Attempt::Answered(response) if !response.allowed => {
             review.keep_records(hook, response);
-            let status = verdict::rejection(&hook.name, response.status.as_ref());
-            let outcome = format!("denied: {}", status.message.as_deref().unwrap_or_default());
-            Judged { judgement: Judgement::Fail(status), outcome }
+            Judged::denied(verdict::rejection(&hook.name, response.status.as_ref()))
         }
         Attempt::Answered(response) => {
             review.keep_records(hook, response);
@@ -96,13 +93,10 @@ async fn call_hook(review: &mut Review<'_>, hook: &Hook, round: u8) -> (bool, Ju
             match apply_patch(hook, round, response, &mut review.object, &mut review.records, audit_patch) {
                 Ok((mutated, patch)) => {
                     (changed, applied_patch) = (mutated, patch);
-                    Judged { judgement: Judgement::Continue, outcome: "allowed".into() }
+                    Judged::allowed()
                 }
                 Err(PatchFailure::Call(error)) => review.failed(hook, PHASE, round, index, &error),
-                Err(PatchFailure::Internal(status)) => {
-                    let outcome = format!("error: {}", status.message.as_deref().unwrap_or_default());
-                    Judged { judgement: Judgement::Fail(status), outcome }
-                }
+                Err(PatchFailure::Internal(status)) => Judged::internal(status, "patch_failed"),
             }
         }
     };
@@ -111,8 +105,8 @@ async fn call_hook(review: &mut Review<'_>, hook: &Hook, round: u8) -> (bool, Ju
         mutation_annotation(hook, changed),
     );
     let mutation = Mutation { patch: applied_patch, mutated: changed };
-    review.explain_call(hook, PHASE, round, &called, judged.outcome, mutation);
-    (changed, judged.judgement)
+    let judgement = review.explain_call(hook, PHASE, round, &called, judged, mutation);
+    (changed, judgement)
 }
 
 /// The `mutation.webhook…` annotation's value, keys in the API server's order.

@@ -43,26 +43,23 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     // `index` is the position among the matching webhooks (§12.4).
     for (index, (hook, mut called)) in matched.iter().zip(results).enumerate() {
         let judged = match &mut called.attempt {
-            Attempt::Refused(status) => {
-                Judged { judgement: Judgement::Fail(status.clone()), outcome: "refused: dry run".into() }
-            }
+            Attempt::Refused(status) => Judged::dry_run_refused(status.clone()),
             Attempt::OutOfBudget { left } => review.out_of_budget(hook, PHASE, 0, index, *left),
             Attempt::CallError(error) => review.failed(hook, PHASE, 0, index, error),
             Attempt::Answered(response) => {
                 review.keep_records(hook, response);
                 if response.allowed {
-                    Judged { judgement: Judgement::Continue, outcome: "allowed".into() }
+                    Judged::allowed()
                 } else {
-                    let status = verdict::rejection(&hook.name, response.status.as_ref());
-                    let outcome = format!("denied: {}", status.message.as_deref().unwrap_or_default());
-                    Judged { judgement: Judgement::Fail(status), outcome }
+                    Judged::denied(verdict::rejection(&hook.name, response.status.as_ref()))
                 }
             }
         };
-        if let Judgement::Fail(status) = judged.judgement {
+        if let Judgement::Fail(status) =
+            review.explain_call(hook, PHASE, 0, &called, judged, Mutation::default())
+        {
             failures.push(status);
         }
-        review.explain_call(hook, PHASE, 0, &called, judged.outcome, Mutation::default());
     }
     match verdict::several(failures) {
         Some(status) => Err(status),

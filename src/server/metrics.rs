@@ -147,6 +147,7 @@ mod tests {
             final_object: None,
             failed_open,
             budget_exhausted,
+            calls: Vec::new(),
         }
     }
 

@@ -123,6 +123,7 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
             allowed = answer.allowed,
             code,
             patched = answer.patch.is_some(),
+            webhooks = %pipeline::CallRecords(&outcome.calls),
             elapsed_ms = received.elapsed().as_secs_f64() * 1e3,
             "review answered"
         );

@@ -43,10 +43,7 @@ pub(crate) enum CallError {
 }
 
 impl CallError {
-    /// The status code the API server records for this error (metrics only, §15.1). Kept,
-    /// pinned by its test, for the per-webhook `apiserver_admission_webhook_rejection_count`
-    /// metric, which is not exported yet.
-    #[allow(dead_code)]
+    /// The status code the API server records for this error (metrics only, §15.1).
     pub(crate) fn code(&self) -> u16 {
         match self {
             Self::NoKnownReviewVersion | Self::SideEffectsNil => 400,

@@ -110,11 +110,14 @@ async fn serve_admission(
     running: &mut Running,
 ) -> anyhow::Result<()> {
     let mut inputs = Inputs { paths: options.paths.clone(), ..Inputs::default() };
-    let mut texts = None;
+    let (mut texts, mut resources) = (None, None);
     if let Some(cluster_options) = &options.cluster {
         let (cluster, tasks) = Cluster::start(cluster_options).await?;
         running.background.extend(tasks);
         inputs.live_namespaces = true;
+        let receiver = cluster.discovery.resources();
+        inputs.resources = (**receiver.borrow()).clone();
+        resources = Some(receiver);
         if let Some(fleet) = &cluster.fleet {
             let receiver = fleet.texts();
             inputs.texts = (**receiver.borrow()).clone();
@@ -164,6 +167,7 @@ async fn serve_admission(
     running.background.push(tokio::spawn(reload::watch(
         inputs,
         texts,
+        resources,
         clients,
         state.live.clone(),
         move |result| match result {

@@ -1,10 +1,12 @@
 //! Cluster mode (`serve --kube`): what the API server knows and a configuration file cannot —
-//! live namespace labels ([`namespaces`]) and the fleet's manifests from ConfigMaps
-//! ([`fleet`]) — read through the Kubernetes API with the gateway's own service account
+//! live namespace labels ([`namespaces`]), the fleet's manifests from ConfigMaps ([`fleet`]),
+//! multi-version custom resources for `matchPolicy: Equivalent` ([`discovery`]), answers to
+//! the CEL authorizer ([`authorizer`]) — read through the Kubernetes API with the gateway's own service account
 //! (in-cluster) or a kubeconfig. `deploy/base/rbac.yaml` grants exactly what this module asks
 //! for.
 
 pub(crate) mod authorizer;
+pub(crate) mod discovery;
 pub(crate) mod fleet;
 pub(crate) mod namespaces;
 
@@ -14,11 +16,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use discovery::Discovery;
 use fleet::Fleet;
 use namespaces::Namespaces;
 
-/// How long the first list of the fleet ConfigMaps may take before the gateway gives up
-/// starting.
+/// How long the first list of the fleet ConfigMaps (or of the CustomResourceDefinitions) may
+/// take before the gateway gives up starting.
 const FLEET_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Cluster mode's options.
@@ -41,6 +44,7 @@ pub(crate) struct Cluster {
     client: kube::Client,
     pub(crate) namespaces: Arc<Namespaces>,
     pub(crate) fleet: Option<Arc<Fleet>>,
+    pub(crate) discovery: Arc<Discovery>,
     max_staleness: Duration,
 }
 
@@ -67,7 +71,14 @@ impl Cluster {
         let server = config.cluster_url.to_string();
         let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
         let namespaces = Namespaces::new(client.clone());
-        let mut tasks = vec![tokio::spawn(namespaces.clone().run())];
+        let discovery = Discovery::new(client.clone());
+        let mut tasks = vec![tokio::spawn(namespaces.clone().run()), tokio::spawn(discovery.clone().run())];
+        if let Err(error) = discovery.synced(FLEET_SYNC_TIMEOUT).await {
+            for task in &tasks {
+                task.abort();
+            }
+            return Err(error);
+        }
         let fleet = match &options.fleet_selector {
             Some(selector) => {
                 let namespace =
@@ -85,7 +96,10 @@ impl Cluster {
             None => None,
         };
         tracing::info!(%server, fleet_configmaps = options.fleet_selector.is_some(), "cluster mode");
-        Ok((Arc::new(Self { client, namespaces, fleet, max_staleness: options.max_staleness }), tasks))
+        Ok((
+            Arc::new(Self { client, namespaces, fleet, discovery, max_staleness: options.max_staleness }),
+            tasks,
+        ))
     }
 
     /// The checks `/readyz?verbose` lists: `(name, passed, detail)`. The gateway is not ready

@@ -161,6 +161,9 @@ pub(crate) struct Inputs {
     pub(crate) texts: Vec<load::Text>,
     /// Namespace labels come from the cluster: configured Namespaces are not needed.
     pub(crate) live_namespaces: bool,
+    /// Multi-version custom resources learnt from the cluster, for `matchPolicy: Equivalent`;
+    /// the `GatewayConfig`'s own entries win for the same resource.
+    pub(crate) resources: Vec<super::equivalence::CustomResource>,
 }
 
 /// Reads, defaults, validates and compiles the configuration under `paths`.
@@ -169,6 +172,18 @@ pub(crate) struct Inputs {
 pub(crate) fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Result<Snapshot, ConfigError> {
     let inputs = Inputs { paths: paths.to_vec(), ..Inputs::default() };
     load_inputs(&inputs, clients, generation)
+}
+
+/// Folds the learnt custom resources into a configuration's fingerprint: a change of theirs
+/// reloads too.
+pub(crate) fn resources_fingerprint(resources: &[super::equivalence::CustomResource]) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    if resources.is_empty() {
+        return 0;
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    resources.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// [`load`] from files and texts.
@@ -180,14 +195,25 @@ pub(crate) fn load_inputs(
     let mut problems = Vec::new();
     let mut objects = load::read_sources(&inputs.paths, &inputs.texts, &mut problems);
     check(&mut objects, &mut problems);
-    let settings = settings(&objects, &mut problems);
+    let mut settings = settings(&objects, &mut problems);
+    for resource in &inputs.resources {
+        let listed = settings
+            .equivalent_resources
+            .iter()
+            .any(|r| r.group == resource.group && r.resource == resource.resource);
+        if !listed && !super::equivalence::is_built_in(&resource.group, &resource.resource) {
+            settings.equivalent_resources.push(resource.clone());
+        }
+    }
     if !inputs.live_namespaces {
         namespaces_needed(&objects, &mut problems);
     }
     if problems.iter().any(|p| p.severity == Severity::Error) {
         return Err(ConfigError { problems });
     }
-    Ok(compile(objects, problems, clients, generation, settings))
+    let mut snapshot = compile(objects, problems, clients, generation, settings);
+    snapshot.fingerprint ^= resources_fingerprint(&inputs.resources);
+    Ok(snapshot)
 }
 
 /// The one `GatewayConfig`'s settings (defaults without one); several are an error.

@@ -78,10 +78,11 @@ const fn shared(resource: &'static str, served: &'static [Served]) -> Shared {
     Shared { resource, served }
 }
 
-/// A custom resource served at several versions (`GatewayConfig.equivalentResources`), checked.
-/// Its `status` subresource is served as its own kind and `scale` as `autoscaling/v1 Scale`,
-/// as for every CRD; the API server never sends a subresource the CRD does not have.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A custom resource served at several versions (`GatewayConfig.equivalentResources`, or learnt
+/// from the cluster's CustomResourceDefinitions), checked. Its `status` subresource is served
+/// as its own kind and `scale` as `autoscaling/v1 Scale`, as for every CRD; the API server
+/// never sends a subresource the CRD does not have.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct CustomResource {
     pub(crate) group: String,
     pub(crate) resource: String,

@@ -29,12 +29,15 @@ pub(crate) enum Reloaded<'a> {
 
 /// Configurations that do not live in files: the cluster's fleet ConfigMaps, as they change.
 pub(crate) type Texts = watch::Receiver<Arc<Vec<Text>>>;
+/// Multi-version custom resources learnt from the cluster, as they change.
+pub(crate) type Resources = watch::Receiver<Arc<Vec<super::equivalence::CustomResource>>>;
 
 /// Watches the files of `inputs` (and `texts`, when given) forever, swapping new
 /// configurations into `live`.
 pub(crate) async fn watch(
     inputs: Inputs,
     mut texts: Option<Texts>,
+    mut resources: Option<Resources>,
     clients: Arc<Clients>,
     live: Arc<LiveSnapshot>,
     on_reload: impl Fn(Reloaded<'_>),
@@ -51,9 +54,16 @@ pub(crate) async fn watch(
                 None => std::future::pending().await,
             }
         };
+        let resources_changed = async {
+            match resources.as_mut() {
+                Some(resources) => resources.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             Some(()) = changed.recv() => tokio::time::sleep(DEBOUNCE).await,
             true = texts_changed => {}
+            true = resources_changed => {}
             () = tokio::time::sleep(POLL_INTERVAL) => {}
         }
         while changed.try_recv().is_ok() {}
@@ -65,9 +75,20 @@ pub(crate) async fn watch(
                 inputs = Arc::new(next);
             }
         }
+        if let Some(resources) = resources.as_mut() {
+            let current = resources.borrow_and_update().clone();
+            if *current != inputs.resources {
+                let mut next = (*inputs).clone();
+                next.resources = (*current).clone();
+                inputs = Arc::new(next);
+            }
+        }
         let watched = inputs.clone();
-        let Ok(fingerprint) =
-            tokio::task::spawn_blocking(move || load::fingerprint(&watched.paths, &watched.texts)).await
+        let Ok(fingerprint) = tokio::task::spawn_blocking(move || {
+            load::fingerprint(&watched.paths, &watched.texts)
+                ^ compile::resources_fingerprint(&watched.resources)
+        })
+        .await
         else {
             continue;
         };

@@ -318,3 +318,73 @@ async fn a_lost_namespace_watch_is_counted_reported_stale_and_recovers() {
     assert!(metrics.contains("admission_gateway_namespace_cache_stale 0\n"), "{metrics}");
     gateway.shutdown().await;
 }
+
+/// A Widget review in `version` of the `widgets.example.com` CRD.
+fn widget_in(version: &str) -> Value {
+    let mut review = pod_in("default", "alice");
+    let request = &mut review["request"];
+    request["kind"] = json!({"group": "example.com", "version": version, "kind": "Widget"});
+    request["resource"] = json!({"group": "example.com", "version": version, "resource": "widgets"});
+    request["requestKind"] = request["kind"].clone();
+    request["requestResource"] = request["resource"].clone();
+    request["name"] = json!("w1");
+    request["object"] = json!({"apiVersion": format!("example.com/{version}"), "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 1}});
+    review
+}
+
+fn widgets_crd(beta_served: bool) -> String {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v1beta1", "served": beta_served, "storage": false, "schema": schema},
+            ],
+        },
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_versions_for_match_policy_equivalent_are_learnt_from_the_cluster() {
+    let cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster).await;
+    apply(&cluster, &widgets_crd(true)).await;
+    let v1_only = MockWebhook::allowing().spawn().await;
+    let hook = webhook("widgets-v1.example.com", &v1_only).set(
+        "rules",
+        json!([{"operations": ["*"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"]}]),
+    );
+    let gateway = TestGateway::start_in_cluster(
+        Some(Fleet::of([validating("widgets", [hook])])),
+        options(&cluster, None),
+    )
+    .await;
+
+    // v1 matches exactly: called.
+    assert!(gateway.validate(&widget_in("v1")).await.allowed());
+    assert_eq!(v1_only.calls(), 1);
+    // v1beta1 shares storage with v1 (the CRD says so): the API server would convert and call;
+    // the gateway cannot convert, so failurePolicy Fail rejects — never a silent allow.
+    let answer = gateway.validate(&widget_in("v1beta1")).await;
+    assert!(!answer.allowed(), "{}", answer.body);
+    assert!(answer.message().contains("cannot convert"), "{}", answer.body);
+    assert!(answer.message().contains("widgets-v1.example.com"), "{}", answer.body);
+    assert_eq!(v1_only.calls(), 1, "never called with the object in the wrong version");
+
+    // v1beta1 no longer served: no equivalence, nothing to match, allowed (learnt live).
+    apply(&cluster, &widgets_crd(false)).await;
+    let learnt = eventually(Duration::from_secs(10), || async {
+        gateway.validate(&widget_in("v1beta1")).await.allowed()
+    })
+    .await;
+    assert!(learnt, "the CRD change reaches matching");
+    gateway.shutdown().await;
+}

@@ -44,6 +44,8 @@ pub(crate) struct Snapshot {
     pub(crate) warnings: Vec<Problem>,
     /// Fingerprint of the files this was built from.
     pub(crate) fingerprint: u64,
+    /// Documents found in each configuration file (and text).
+    pub(crate) documents: std::collections::BTreeMap<PathBuf, usize>,
     /// The gateway's own settings (`GatewayConfig`), defaults when none is configured.
     pub(crate) settings: super::Settings,
 }
@@ -147,6 +149,7 @@ impl Snapshot {
             namespaces: HashMap::new(),
             warnings: Vec::new(),
             fingerprint: 0,
+            documents: Default::default(),
             settings: super::Settings::default(),
         }
     }
@@ -402,6 +405,7 @@ fn compile(
         namespaces,
         warnings,
         fingerprint: objects.fingerprint,
+        documents: objects.documents,
         settings,
     }
 }

@@ -42,6 +42,9 @@ pub(crate) struct Objects {
     pub(crate) settings: Vec<(Source, GatewayConfig)>,
     /// Hash of the file names and contents: unchanged input, unchanged fingerprint.
     pub(crate) fingerprint: u64,
+    /// Documents found in each file (and text), empty ones included: the reload refuses a
+    /// source that held documents and is now empty (a write in progress, not an intent).
+    pub(crate) documents: std::collections::BTreeMap<PathBuf, usize>,
 }
 
 /// A configuration that does not come from a file (a ConfigMap's key, in cluster mode): named
@@ -68,6 +71,7 @@ pub(crate) fn read_sources(paths: &[PathBuf], texts: &[Text], problems: &mut Vec
         let source = Source { file };
         match parse_documents(&source.file, text) {
             Ok(documents) => {
+                objects.documents.insert(source.file.clone(), documents.len());
                 for (index, document) in documents.into_iter().enumerate() {
                     let at = Document { source: &source, index };
                     collect(&at, document, objects, problems);

@@ -10,15 +10,17 @@ use std::time::Duration;
 use notify::Watcher as _;
 use tokio::sync::{mpsc, watch};
 
-use super::compile::{self, Inputs, LiveSnapshot};
+use super::compile::{self, Inputs, LiveSnapshot, Snapshot};
 use super::load::{self, Text};
-use super::ConfigError;
+use super::{ConfigError, Problem, Severity};
 use crate::upstream::Clients;
 
 /// How often the files are re-read even without an event.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// Events arrive in bursts (an editor's save, a ConfigMap's symlink swap): wait for quiet.
 const DEBOUNCE: Duration = Duration::from_millis(200);
+/// A changed configuration must read the same twice this far apart before it is loaded.
+const SETTLE: Duration = Duration::from_millis(200);
 
 /// What a reload attempt came to, for metrics and for the cluster's Events.
 #[derive(Clone, Copy, Debug)]
@@ -95,7 +97,22 @@ pub(crate) async fn watch(
         if fingerprint == last_fingerprint {
             continue;
         }
-        last_fingerprint = fingerprint;
+        // A write in progress (a file rewritten in place) must not be read half-way: the
+        // content has to read the same twice, SETTLE apart, and the same once more when it is
+        // loaded (below).
+        tokio::time::sleep(SETTLE).await;
+        let watched = inputs.clone();
+        let Ok(settled) = tokio::task::spawn_blocking(move || {
+            load::fingerprint(&watched.paths, &watched.texts)
+                ^ compile::resources_fingerprint(&watched.resources)
+        })
+        .await
+        else {
+            continue;
+        };
+        if settled != fingerprint {
+            continue;
+        }
         let generation = live.load().generation + 1;
         let (watched, pool) = (inputs.clone(), clients.clone());
         let Ok(loaded) =
@@ -103,6 +120,16 @@ pub(crate) async fn watch(
         else {
             continue;
         };
+        let loaded = match loaded {
+            // Changed between the reads: not what settled; the next round reads it again.
+            Ok(snapshot) if snapshot.fingerprint != fingerprint => continue,
+            Ok(snapshot) => match unsafe_replacement(&live.load(), &snapshot, &inputs) {
+                Some(error) => Err(error),
+                None => Ok(snapshot),
+            },
+            Err(error) => Err(error),
+        };
+        last_fingerprint = fingerprint;
         match loaded {
             Ok(snapshot) => {
                 for warning in &snapshot.warnings {
@@ -149,4 +176,49 @@ fn file_watcher(paths: &[PathBuf], events: mpsc::Sender<()>) -> Option<notify::R
         }
     }
     Some(watcher)
+}
+
+/// A valid configuration that must not replace `live` all the same: a source that held
+/// documents and is now empty (a file truncated by an in-place write, a ConfigMap key
+/// emptied), or no webhooks left where there were some, unless the new configuration's
+/// `GatewayConfig` says `allowEmptyFleet: true`. Either would answer every review `allowed`.
+fn unsafe_replacement(live: &Snapshot, next: &Snapshot, inputs: &Inputs) -> Option<ConfigError> {
+    let mut problems = Vec::new();
+    for (file, documents) in &next.documents {
+        let held = live.documents.get(file).copied().unwrap_or(0);
+        if *documents == 0 && held > 0 {
+            problems.push(Problem {
+                severity: Severity::Error,
+                file: file.clone(),
+                object: None,
+                webhook: None,
+                field: None,
+                message: format!(
+                    "the file is empty where it held {held} object(s): taken for a write in progress and refused; delete the file to remove its objects"
+                ),
+            });
+        }
+    }
+    let had_webhooks = !live.mutating.is_empty() || !live.validating.is_empty();
+    let has_webhooks = !next.mutating.is_empty() || !next.validating.is_empty();
+    if had_webhooks && !has_webhooks && !next.settings.allow_empty_fleet {
+        let file = inputs
+            .paths
+            .first()
+            .cloned()
+            .or_else(|| inputs.texts.first().map(|t| t.name.clone()))
+            .unwrap_or_default();
+        problems.push(Problem {
+            severity: Severity::Error,
+            file,
+            object: None,
+            webhook: None,
+            field: None,
+            message: format!(
+                "the new configuration has no webhooks where {} are served: refused, as it would allow every request; set allowEmptyFleet: true in the GatewayConfig to empty the fleet on purpose",
+                live.mutating.len() + live.validating.len()
+            ),
+        });
+    }
+    (!problems.is_empty()).then_some(ConfigError { problems })
 }

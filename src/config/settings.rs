@@ -6,6 +6,7 @@
 //! kind: GatewayConfig
 //! metadata: {name: gateway}
 //! auditPatchAnnotations: false   # return patch.webhook.admission.k8s.io/* annotations
+//! allowEmptyFleet: false         # let a reload replace a fleet with webhooks by one without
 //! deadlineMargin: 1s             # kept back from the caller's ?timeout=
 //! minimumCallTimeout: 100ms      # less budget than this left: failurePolicy at once
 //! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
@@ -40,6 +41,10 @@ pub(crate) struct Settings {
     /// audit level Metadata, where a patch to a Secret must never appear (the API server
     /// records them only at level Request).
     pub(crate) audit_patch_annotations: bool,
+    /// A reload may replace a fleet that has webhooks with one that has none. Off by default:
+    /// an empty fleet allows everything, and is far more often a write in progress than an
+    /// intent.
+    pub(crate) allow_empty_fleet: bool,
     /// Kept back from the caller's `?timeout=` so the answer arrives before the caller gives
     /// up; at most a tenth of that timeout.
     pub(crate) deadline_margin: Duration,
@@ -55,6 +60,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             audit_patch_annotations: false,
+            allow_empty_fleet: false,
             deadline_margin: DEFAULT_DEADLINE_MARGIN,
             minimum_call_timeout: DEFAULT_MINIMUM_CALL_TIMEOUT,
             equivalent_resources: Vec::new(),
@@ -74,6 +80,8 @@ pub(crate) struct GatewayConfig {
     pub(crate) metadata: ObjectMeta,
     #[serde(default)]
     audit_patch_annotations: bool,
+    #[serde(default)]
+    allow_empty_fleet: bool,
     deadline_margin: Option<String>,
     minimum_call_timeout: Option<String>,
     #[serde(default)]
@@ -117,6 +125,7 @@ impl GatewayConfig {
         };
         let settings = Settings {
             audit_patch_annotations: self.audit_patch_annotations,
+            allow_empty_fleet: self.allow_empty_fleet,
             deadline_margin: duration("deadlineMargin", &self.deadline_margin, DEFAULT_DEADLINE_MARGIN),
             minimum_call_timeout: duration(
                 "minimumCallTimeout",

@@ -20,5 +20,6 @@ mod mutating;
 mod readiness;
 mod registration;
 mod reload_and_tls;
+mod safe_reload;
 mod upstream_tls;
 mod validating;

@@ -103,6 +103,9 @@ pub enum ApplyError {
     CopyFrom { from: String, cause: TargetError },
     #[error("error while adding value during copy: {0}")]
     CopyTo(TargetError),
+    /// The bytes `copy` operations duplicated in one patch passed [`MAX_COPY_BYTES`].
+    #[error("Unable to complete the copy, the accumulated size increase of copy is {accumulated}, exceeding the limit {limit}")]
+    CopySize { accumulated: u64, limit: u64 },
     /// A `value` `serde_json` cannot hold (see the module documentation).
     #[error(transparent)]
     Value(serde_json::Error),
@@ -158,10 +161,12 @@ impl Patch {
     }
 
     /// Applies the operations in order, in place. On error the document may be partly patched.
+    /// `copy` operations may duplicate at most [`MAX_COPY_BYTES`] in all, as in the API server.
     pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         if !(doc.is_object() || doc.is_array()) {
             return Err(ApplyError::DocumentNotContainer(json_errors::kind_of(doc)));
         }
+        let mut copied = 0u64;
         for operation in &self.operations {
             let Some(operation) = operation else {
                 return Err(ApplyError::UnexpectedKind("unknown".into()));
@@ -172,7 +177,7 @@ impl Patch {
                 "replace" => replace(operation, doc)?,
                 "move" => move_(operation, doc)?,
                 "test" => test(operation, doc)?,
-                "copy" => copy(operation, doc)?,
+                "copy" => copy(operation, doc, &mut copied)?,
                 other => return Err(ApplyError::UnexpectedKind(other.to_owned())),
             }
         }
@@ -347,7 +352,21 @@ fn test(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
     }
 }
 
-fn copy(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
+/// The bytes all `copy` operations of one patch may duplicate: kube-apiserver's
+/// `JSONPatchMaxCopyBytes` (staging/src/k8s.io/apiserver/pkg/server/config.go), which it sets as
+/// json-patch's `AccumulatedCopySizeLimit` for every patch it applies, webhook patches included.
+/// Without it a patch of a few operations can double a value until memory runs out.
+pub const MAX_COPY_BYTES: u64 = 3 * 1024 * 1024;
+
+/// The size json-patch charges for copying `value`: its length as Go's `json.Marshal` writes it.
+fn marshalled_len(value: &Value) -> u64 {
+    let compact = value.to_string();
+    let mut go = String::with_capacity(compact.len());
+    crate::go::json_marshal::push_compact(&mut go, &compact);
+    go.len() as u64
+}
+
+fn copy(operation: &Operation, doc: &mut Value, copied: &mut u64) -> Result<(), ApplyError> {
     let from = pointer(operation, "copy", "from")?;
     let Some((parent, key)) = find_parent(doc, &from) else {
         return Err(ApplyError::MissingFrom { op: "copy", from });
@@ -361,7 +380,12 @@ fn copy(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
         return Err(ApplyError::MissingDestination { op: "copy", path });
     };
     // A missing object member copies as `null` (Go deep-copies the nil node).
-    parent.add(key, value.unwrap_or(Value::Null)).map_err(ApplyError::CopyTo)
+    let value = value.unwrap_or(Value::Null);
+    *copied += marshalled_len(&value);
+    if *copied > MAX_COPY_BYTES {
+        return Err(ApplyError::CopySize { accumulated: *copied, limit: MAX_COPY_BYTES });
+    }
+    parent.add(key, value).map_err(ApplyError::CopyTo)
 }
 
 /// Wraps a container's error as `error in <op> for path: '<path>': <cause>`.

@@ -1,6 +1,6 @@
 //! Every expectation here was checked against evanphx/json-patch v4.13.0 itself (Go).
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::*;
 
@@ -352,4 +352,40 @@ fn annotation_is_go_json_marshal_of_the_operations() {
     for (patch, want) in cases {
         assert_eq!(Patch::decode(patch.as_bytes()).unwrap().annotation_json(), want, "{patch}");
     }
+}
+
+#[test]
+fn copies_may_duplicate_at_most_the_api_servers_limit_per_patch() {
+    // 1 MiB, then doubled: what a "copy bomb" webhook answers.
+    let mut doc = json!({"a": "x".repeat(1024 * 1024)});
+    let bomb = Patch::decode(
+        br#"[{"op":"copy","from":"/a","path":"/b"},
+             {"op":"copy","from":"/a","path":"/c"},
+             {"op":"copy","from":"/b","path":"/d"}]"#,
+    )
+    .unwrap();
+    let error = bomb.apply(&mut doc).unwrap_err().to_string();
+    // Three copies of 1 MiB + 2 quotes: 6 bytes over.
+    assert_eq!(
+        error,
+        "Unable to complete the copy, the accumulated size increase of copy is 3145734, exceeding the limit 3145728"
+    );
+
+    // Under the limit, copies apply; the limit is per patch, not per document.
+    let mut doc = json!({"a": "x".repeat(1024 * 1024)});
+    let two =
+        Patch::decode(br#"[{"op":"copy","from":"/a","path":"/b"},{"op":"copy","from":"/a","path":"/c"}]"#)
+            .unwrap();
+    two.apply(&mut doc).unwrap();
+    two.apply(&mut doc).unwrap();
+    assert_eq!(doc["c"].as_str().map(str::len), Some(1024 * 1024));
+}
+
+#[test]
+fn the_copy_size_is_the_go_marshalled_length() {
+    // `<` is `\u003c` for Go: 6 bytes, so 524,288 of them weigh 3 MiB + the quotes.
+    let mut doc = json!({"a": "<".repeat(524_288)});
+    let copy = Patch::decode(br#"[{"op":"copy","from":"/a","path":"/b"}]"#).unwrap();
+    let error = copy.apply(&mut doc).unwrap_err().to_string();
+    assert!(error.contains("accumulated size increase of copy is 3145730,"), "{error}");
 }

@@ -475,3 +475,31 @@ async fn a_v1beta1_webhooks_patch_is_a_json_patch_without_saying_so() {
     assert_eq!(legacy.only_request().review["apiVersion"], "admission.k8s.io/v1beta1");
     assert_eq!(answer.patched(&fixtures::object(POD_CREATE))["metadata"]["labels"]["legacy"], "yes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_bomb_is_stopped_at_the_api_servers_copy_limit_whatever_the_failure_policy() {
+    // 1 MiB added, then copied until more than 3 MiB would have been duplicated.
+    let bomb = MockWebhook::patching(json!([
+        {"op": "add", "path": "/metadata/annotations", "value": {"a": "x".repeat(1024 * 1024)}},
+        {"op": "copy", "from": "/metadata/annotations/a", "path": "/metadata/annotations/b"},
+        {"op": "copy", "from": "/metadata/annotations", "path": "/spec/c"},
+    ]))
+    .spawn()
+    .await;
+    let gateway = TestGateway::mutating([webhook("bomb.example.com", &bomb).ignore()]).await;
+
+    let answer = gateway.mutate(&fixtures::review(POD_CREATE)).await;
+
+    assert!(!answer.allowed(), "an internal error, not a call error: Ignore does not apply");
+    assert_eq!(answer.code(), Some(500));
+    let message = answer.message();
+    let accumulated: u64 = message
+        .strip_prefix(
+            "Internal error occurred: Unable to complete the copy, the accumulated size increase of copy is ",
+        )
+        .and_then(|rest| rest.strip_suffix(", exceeding the limit 3145728"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!(accumulated > 3 * 1024 * 1024 && accumulated < 3 * 1024 * 1024 + 64, "{accumulated}");
+    assert!(answer.body.len() < 4096, "no object in the answer: {} bytes", answer.body.len());
+}

@@ -54,7 +54,13 @@ async fn a_file_emptied_in_place_never_replaces_what_it_held() {
     let other = MockWebhook::allowing().spawn().await;
     let extra = Fleet::of([validating("extra", [webhook("other.example.com", &other)])]).yaml();
     std::fs::write(gateway.config_dir().join("extra.yaml"), extra).unwrap();
-    assert!(eventually(A_RELOAD, || async { gateway.validate(&review).await; other.calls() > 0 }).await);
+    assert!(
+        eventually(A_RELOAD, || async {
+            gateway.validate(&review).await;
+            other.calls() > 0
+        })
+        .await
+    );
 
     write_in_place(&file, "", None);
     tokio::time::sleep(A_RELOAD).await;

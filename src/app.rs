@@ -29,6 +29,9 @@ pub struct ServeOptions {
     pub(crate) explained: Option<mpsc::UnboundedSender<ExplainedReview>>,
     /// Cluster mode: live namespaces and fleet ConfigMaps from the API server.
     pub cluster: Option<ClusterOptions>,
+    /// PEM file of the CAs whose client certificates may call the admission endpoints; `None`:
+    /// no client authentication.
+    pub client_ca: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -40,7 +43,7 @@ impl ServeOptions {
         metrics_listen: SocketAddr,
         tls: Option<(PathBuf, PathBuf)>,
     ) -> Self {
-        Self { paths, listen, metrics_listen, tls, explained: None, cluster: None }
+        Self { paths, listen, metrics_listen, tls, explained: None, cluster: None, client_ca: None }
     }
 }
 
@@ -149,7 +152,14 @@ async fn serve_admission(
         Some((cert, key)) => {
             let resolver = Arc::new(tls::ReloadingCert::load(cert, key)?);
             running.background.push(tokio::spawn(resolver.clone().watch()));
-            Some(Arc::new(tls::server_config(resolver)?))
+            let client_ca = match &options.client_ca {
+                Some(path) => Some(
+                    std::fs::read(path)
+                        .map_err(|e| anyhow::anyhow!("--client-ca {}: {e}", path.display()))?,
+                ),
+                None => None,
+            };
+            Some(Arc::new(tls::server_config(resolver, client_ca.as_deref())?))
         }
         None => None,
     };

@@ -106,6 +106,10 @@ pub(crate) struct ServeArgs {
     /// PEM private key of --tls-cert; reloaded when the file changes.
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
+    /// PEM CA certificates: callers of the admission endpoints must present a client
+    /// certificate they issued (the API server's, as webhooks are advised to require).
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub(crate) client_ca: Option<PathBuf>,
     /// Serve plain HTTP instead of HTTPS (for local testing only).
     #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
     pub(crate) insecure_http: bool,
@@ -224,6 +228,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tls,
     );
     options.cluster = cluster;
+    options.client_ca = args.client_ca;
     let running = app::start(options).await?;
     app::shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight reviews");

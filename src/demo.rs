@@ -107,6 +107,7 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         tls: Some((cert, key)),
         explained: Some(explained),
         cluster: None,
+        client_ca: None,
     })
     .await?;
     println!("admission-gateway demo");

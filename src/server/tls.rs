@@ -101,12 +101,37 @@ fn certified_key(
 }
 
 /// The server's TLS configuration (TLS 1.2 and 1.3, HTTP/2 and HTTP/1.1).
-pub(crate) fn server_config(resolver: Arc<ReloadingCert>) -> Result<rustls::ServerConfig, rustls::Error> {
+/// `client_ca`: PEM certificates; when given, every client must present a certificate they
+/// issued (the API server's `--admission-control-config-file` kubeconfig for webhooks gives it
+/// one), and a handshake without one fails.
+pub(crate) fn server_config(
+    resolver: Arc<ReloadingCert>,
+    client_ca: Option<&[u8]>,
+) -> anyhow::Result<rustls::ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(pem) => {
+            use rustls_pki_types::pem::PemObject as _;
+            let mut roots = rustls::RootCertStore::empty();
+            for certificate in rustls_pki_types::CertificateDer::pem_slice_iter(pem) {
+                let certificate =
+                    certificate.map_err(|e| anyhow::anyhow!("--client-ca: not PEM certificates: {e}"))?;
+                roots.add(certificate).map_err(|e| anyhow::anyhow!("--client-ca: {e}"))?;
+            }
+            if roots.is_empty() {
+                anyhow::bail!("--client-ca: no certificate in the file");
+            }
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .map_err(|e| anyhow::anyhow!("--client-ca: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }

@@ -9,6 +9,7 @@ mod bad_input;
 mod ca_bundle;
 mod cli;
 mod cli_contract;
+mod client_auth;
 mod cluster;
 mod control_plane;
 mod equivalence;

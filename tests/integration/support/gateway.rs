@@ -240,6 +240,24 @@ impl TestGateway {
         Self { running: Some(running), ..gateway }
     }
 
+    /// Starts the gateway with `fleet`, its options adjusted by `adjust` first.
+    pub async fn start_with(fleet: Fleet, adjust: impl FnOnce(&mut ServeOptions)) -> Self {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        std::fs::create_dir(dir.path().join("config")).expect("config directory");
+        let gateway = Self { running: None, dir, client: https_client(ca()), admin: http_client() };
+        gateway.reconfigure(&fleet);
+        gateway.rotate_certificate(ca());
+        let mut options = ServeOptions::new(
+            vec![gateway.config_dir()],
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+            Some((gateway.cert_path(), gateway.key_path())),
+        );
+        adjust(&mut options);
+        let running = app::start(options).await.expect("the gateway starts");
+        Self { running: Some(running), ..gateway }
+    }
+
     /// Starts the gateway in cluster mode with `cluster`, serving `fleet` from files too (an
     /// empty configuration directory when `None`).
     pub async fn start_in_cluster(fleet: Option<Fleet>, cluster: ClusterOptions) -> Self {

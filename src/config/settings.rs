@@ -291,6 +291,21 @@ mod tests {
     }
 
     #[test]
+    fn the_shadow_in_flight_limit_is_read_and_bounded() {
+        let limit = |text: &str| config(&format!("shadowInFlightLimit: {text}")).settings();
+        assert_eq!(limit("5").unwrap().shadow_in_flight_limit, 5);
+        assert_eq!(config("metadata: {name: g}").settings().unwrap().shadow_in_flight_limit, 64);
+        for bad in ["0", "-3", "10001"] {
+            let findings = limit(bad).unwrap_err();
+            assert_eq!(findings[0].field, "shadowInFlightLimit");
+            assert_eq!(
+                findings[0].message,
+                format!("Invalid value: {bad}: must be between 1 and 10000, inclusive")
+            );
+        }
+    }
+
+    #[test]
     fn unset_settings_are_the_safe_defaults() {
         let settings = config("metadata: {name: g}").settings().unwrap();
         assert_eq!(settings, Settings::default());

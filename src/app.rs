@@ -14,6 +14,7 @@ use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::compile::Inputs;
 use crate::config::reload::{self, Reloaded};
 use crate::config::{compile, ConfigError, Snapshot};
+use crate::pipeline::shadow::Shadows;
 use crate::server::{self, metrics::Metrics, tls, ExplainedReview, Listener, State};
 use crate::upstream::Clients;
 
@@ -75,14 +76,16 @@ impl Running {
 pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
+    // Shutting down cancels the shadow calls in flight: they never hold it up.
+    let (shutdown, stop) = watch::channel(false);
     let state = Arc::new(State {
         live: live.clone(),
         metrics: metrics.clone(),
         ready: AtomicBool::new(false),
         explained: options.explained.clone(),
         cluster: std::sync::OnceLock::new(),
+        shadows: Shadows::cancelled_by(stop.clone()),
     });
-    let (shutdown, stop) = watch::channel(false);
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;
     let admin =

@@ -10,6 +10,7 @@ pub(crate) mod defaults;
 pub(crate) mod equivalence;
 pub(crate) mod load;
 pub(crate) mod manifest;
+pub(crate) mod mode;
 pub(crate) mod reload;
 pub(crate) mod rules;
 pub(crate) mod selector;

@@ -54,6 +54,16 @@ pub(crate) enum Step {
         patch: Option<String>,
         mutated: bool,
     },
+    /// A webhook called in shadow (mode shadow, or a canary not enforced this time): off the
+    /// critical path, its outcome compared with the decision, never obeyed.
+    Shadow {
+        phase: Phase,
+        configuration: String,
+        webhook: String,
+        round: u8,
+        mode: &'static str,
+        outcome: String,
+    },
     /// A webhook not called because of a pre-call check (dry run, missing client...).
     NotCalled {
         phase: Phase,
@@ -125,6 +135,9 @@ impl fmt::Display for Explanation {
                     if let Some(patch) = patch {
                         writeln!(f, "      patch: {patch}")?;
                     }
+                }
+                Step::Shadow { phase, configuration, webhook, round, mode, outcome } => {
+                    writeln!(f, "  {phase:?} round {round}: {mode} {configuration}/{webhook}: {outcome}")?
                 }
                 Step::NotCalled { phase, configuration, webhook, round, outcome } => {
                     writeln!(f, "  {phase:?} round {round}: not called {configuration}/{webhook}: {outcome}")?

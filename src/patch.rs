@@ -214,6 +214,25 @@ impl Patch {
         containers
     }
 
+    /// The JSON Pointers the writing operations (every one but `test`) write to, as written,
+    /// in order: a `move`'s `from` and `path`, every other operation's `path`. Pointers only,
+    /// never values (for reports that must not carry the object's contents).
+    pub(crate) fn written_paths(&self) -> Vec<String> {
+        let pointer = |operation: &Operation, field: &str| -> Option<String> {
+            operation.get(field).and_then(|raw| serde_json::from_str(raw.get()).ok())
+        };
+        let mut paths = Vec::new();
+        for operation in self.operations.iter().flatten() {
+            match kind(operation).as_str() {
+                "test" => {}
+                "move" => paths
+                    .extend([pointer(operation, "from"), pointer(operation, "path")].into_iter().flatten()),
+                _ => paths.extend(pointer(operation, "path")),
+            }
+        }
+        paths
+    }
+
     /// Appends the operations that write (every one but `test`) to `out`, as JSON objects
     /// separated by commas, written as [`Patch::annotation_json`] writes them. Replayed in
     /// order on the object they were applied to, they reproduce it exactly; `test` operations

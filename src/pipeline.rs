@@ -18,6 +18,7 @@ pub(crate) mod matching;
 pub(crate) mod mutate;
 pub(crate) mod object;
 pub(crate) mod record;
+pub(crate) mod shadow;
 pub(crate) mod validate;
 pub(crate) mod verdict;
 
@@ -39,6 +40,7 @@ use call::Called;
 use matching::{NamespaceLabels, Skip};
 use object::ObjectState;
 use record::Records;
+use shadow::{CallMode, Shadows};
 use verdict::Judgement;
 
 /// Which dispatchers a review goes through (the endpoint it arrived at).
@@ -91,6 +93,9 @@ pub(crate) struct CallRecord {
     pub(crate) latency: std::time::Duration,
     /// Whether a request was sent.
     pub(crate) sent: bool,
+    /// How it was run: enforce, warn, or canary (enforced this time). Shadow calls are not
+    /// call records: they end after the answer (`shadow.rs` reports them).
+    pub(crate) mode: CallMode,
 }
 
 /// How a webhook's turn ended.
@@ -126,6 +131,9 @@ impl fmt::Display for CallRecord {
         if self.rejected() {
             f.write_str(" rejected")?;
         }
+        if self.mode != CallMode::Enforce {
+            write!(f, " mode={}", self.mode.as_str())?;
+        }
         Ok(())
     }
 }
@@ -146,11 +154,12 @@ impl fmt::Display for CallRecords<'_> {
 }
 
 impl CallRecord {
-    /// Whether this webhook made the request fail.
+    /// Whether this webhook made the request fail (a warn-mode denial does not).
     pub(crate) fn rejected(&self) -> bool {
         match self.outcome {
             CallOutcome::Allowed { .. } => false,
-            CallOutcome::Denied { .. } | CallOutcome::DryRunRefused => true,
+            CallOutcome::Denied { .. } => self.mode != CallMode::Warn,
+            CallOutcome::DryRunRefused => true,
             CallOutcome::Error { failed_open, .. } => !failed_open,
         }
     }
@@ -182,10 +191,14 @@ pub(crate) struct Review<'r> {
     failed_open: u32,
     budget_exhausted: u32,
     calls: Vec<CallRecord>,
+    /// Where shadow calls are cancelled and whether they are awaited.
+    shadows: &'r Shadows,
+    /// The shadow calls this review started.
+    shadow: shadow::Pending,
 }
 
 /// Dispatches one review within `budget`. `explanation` records the steps when enabled;
-/// `cluster` is the live cluster state in cluster mode.
+/// `cluster` is the live cluster state in cluster mode. Shadow calls go on after the answer.
 pub(crate) async fn review(
     snapshot: &Snapshot,
     cluster: Option<&Cluster>,
@@ -193,7 +206,22 @@ pub(crate) async fn review(
     stage: Stage,
     budget: Budget,
     explanation: Explanation,
+    shadows: &Shadows,
 ) -> Outcome {
+    review_with_shadows(snapshot, cluster, request, stage, budget, explanation, shadows).await.0
+}
+
+/// [`review`], and the shadow calls still running when `shadows` collects them (the `review`
+/// command awaits them to show their results).
+pub(crate) async fn review_with_shadows(
+    snapshot: &Snapshot,
+    cluster: Option<&Cluster>,
+    request: &IncomingReview,
+    stage: Stage,
+    budget: Budget,
+    explanation: Explanation,
+    shadows: &Shadows,
+) -> (Outcome, shadow::Running) {
     let mut review = Review {
         snapshot,
         request,
@@ -207,6 +235,8 @@ pub(crate) async fn review(
         failed_open: 0,
         budget_exhausted: 0,
         calls: Vec::new(),
+        shadows,
+        shadow: shadow::Pending::default(),
     };
     let mut result = Ok(());
     if matches!(stage, Stage::Mutate | Stage::Admit) {
@@ -219,13 +249,14 @@ pub(crate) async fn review(
 }
 
 impl<'r> Review<'r> {
-    fn finish(mut self, result: Result<(), Status>) -> Outcome {
+    fn finish(mut self, result: Result<(), Status>) -> (Outcome, shadow::Running) {
         let explaining = self.explanation.is_enabled();
         let final_object = if explaining { self.object.tree().cloned() } else { None };
         let (allowed, status, patch) = match result {
             Ok(()) => (true, None, self.object.combined_patch()),
             Err(status) => (false, Some(status), None),
         };
+        let shadows = shadow::Running(self.shadow.decided(allowed));
         let answer = Answer {
             allowed,
             status,
@@ -235,7 +266,7 @@ impl<'r> Review<'r> {
         };
         // Full keys are for the explanation; the answer carries them encoded.
         let full_annotations = if explaining { self.records.annotations().clone() } else { BTreeMap::new() };
-        Outcome {
+        let outcome = Outcome {
             answer,
             full_annotations,
             explanation: self.explanation,
@@ -243,7 +274,8 @@ impl<'r> Review<'r> {
             failed_open: self.failed_open,
             budget_exhausted: self.budget_exhausted,
             calls: self.calls,
-        }
+        };
+        (outcome, shadows)
     }
 
     /// The webhooks of one phase that may match: the index narrows the fleet to those whose
@@ -303,20 +335,7 @@ impl<'r> Review<'r> {
     /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
     /// Rules and selectors first, then matchConditions (§4.0.7).
     fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
-        let decided =
-            matching::should_call(hook, self.request, &self.object, &self.namespace).and_then(|skip| {
-                match skip {
-                    Some(skip) => Ok(Some(skip)),
-                    None => conditions::evaluate(
-                        hook,
-                        self.request,
-                        &mut self.object,
-                        &mut self.conditions,
-                        self.cluster,
-                    ),
-                }
-            });
-        match decided {
+        match self.decide(hook) {
             Ok(None) => Ok(true),
             Ok(Some(skip)) => {
                 self.skipped(hook, phase, round, &skip);
@@ -335,6 +354,17 @@ impl<'r> Review<'r> {
                 Err(status)
             }
         }
+    }
+
+    /// Whether `hook` matches: `Ok(None)` to call it, the skip, or `Err` if matching failed the
+    /// request.
+    fn decide(&mut self, hook: &Hook) -> Result<Option<Skip>, Status> {
+        matching::should_call(hook, self.request, &self.object, &self.namespace).and_then(|skip| match skip {
+            Some(skip) => Ok(Some(skip)),
+            None => {
+                conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions, self.cluster)
+            }
+        })
     }
 
     fn skipped(&mut self, hook: &Hook, phase: Phase, round: u8, skip: &Skip) {
@@ -421,6 +451,7 @@ impl<'r> Review<'r> {
             outcome: kind,
             latency: called.latency,
             sent: called.timeout.is_some(),
+            mode: CallMode::of(hook, self.request),
         });
         self.explanation.record(|| match &called.timeout {
             Some(timeout) => Step::Called {
@@ -521,6 +552,16 @@ impl Judged {
         let outcome = format!("denied: {}", status.message.as_deref().unwrap_or_default());
         let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0);
         Self { judgement: Judgement::Fail(status), outcome, kind: CallOutcome::Denied { code } }
+    }
+
+    /// A warn-mode webhook's denial: the request goes on, the denial is returned as a warning.
+    pub(crate) fn warned(status: Status) -> Self {
+        let outcome = format!(
+            "denied, returned as a warning (mode warn): {}",
+            status.message.as_deref().unwrap_or_default()
+        );
+        let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0);
+        Self { judgement: Judgement::Continue, outcome, kind: CallOutcome::Denied { code } }
     }
 
     pub(crate) fn dry_run_refused(status: Status) -> Self {

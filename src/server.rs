@@ -51,6 +51,8 @@ pub(crate) struct State {
     pub(crate) explained: Option<mpsc::UnboundedSender<ExplainedReview>>,
     /// Live cluster state, in cluster mode (set once it is connected).
     pub(crate) cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
+    /// Shadow calls, cancelled on shutdown.
+    pub(crate) shadows: pipeline::shadow::Shadows,
 }
 
 /// Accepts connections until `shutdown` turns true, then drains in-flight requests.

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::{exit, print_structured, Output, ReviewArgs};
 use crate::explain::Explanation;
 use crate::pipeline::budget::Budget;
+use crate::pipeline::shadow::Shadows;
 use crate::pipeline::{self, Stage};
 use crate::report;
 use crate::review::decode;
@@ -49,7 +50,19 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
         None => Budget::unlimited(&snapshot.settings),
     };
     let stage = Stage::from(args.stage);
-    let outcome = pipeline::review(&snapshot, None, &review, stage, budget, Explanation::enabled()).await;
+    let shadows = Shadows::awaited();
+    let (mut outcome, running) = pipeline::review_with_shadows(
+        &snapshot,
+        None,
+        &review,
+        stage,
+        budget,
+        Explanation::enabled(),
+        &shadows,
+    )
+    .await;
+    // Shadow calls do not hold the answer up; here they are awaited so their results show.
+    running.finish(&mut outcome.explanation).await;
     match args.output {
         Output::Text => {
             print!("{}", report::text(stage, &review.request.uid, review.version, &outcome, true))

@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 use super::equivalence::Equivalence;
 use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
+use super::mode::Mode;
 use super::rules::{Rule, RuleIndex};
 use super::{defaults, validate, ConfigError, Problem, Severity};
 use crate::config::selector::{Labels, Selector};
@@ -22,8 +23,6 @@ use crate::match_conditions::{Program, Uses};
 use crate::review::ReviewVersion;
 use crate::upstream::{Client, Clients};
 
-/// Annotation on a configuration object choosing how its webhooks are run.
-pub(crate) const MODE_ANNOTATION: &str = "admission-gateway/mode";
 /// DNS suffix of `clientConfig.service` references: `NAME.NAMESPACE.svc`.
 pub(crate) const SERVICE_DNS_SUFFIX: &str = "svc";
 
@@ -84,6 +83,11 @@ pub(crate) struct Hook {
     /// `matchPolicy: Equivalent`: the snapshot's registry of equivalent resources (§4.2);
     /// `None` for `Exact`.
     pub(crate) equivalence: Option<Arc<Equivalence>>,
+    /// How it is run: its configuration's `admission-gateway/mode` (`config/mode.rs`).
+    pub(crate) mode: Mode,
+    /// Permits for its shadow calls in flight (`shadowInFlightLimit`); beyond them a shadow
+    /// call is dropped and counted. Per webhook of one loaded configuration.
+    pub(crate) shadow_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// One compiled `matchConditions` entry.
@@ -344,23 +348,9 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
     }
 }
 
-/// The gateway's own annotations. Shadow and canary modes are not built yet: running such a
-/// webhook as enforced would change decisions, so they are refused rather than ignored.
+/// The gateway's own annotations (`config/mode.rs`).
 fn gateway_annotations(config: &WebhookConfiguration) -> Vec<super::Finding> {
-    let mut findings = Vec::new();
-    if let Some(mode) = config.metadata.annotations.get(MODE_ANNOTATION) {
-        if mode != "enforce" {
-            findings.push(super::Finding {
-                severity: Severity::Error,
-                webhook: None,
-                field: format!("metadata.annotations[{MODE_ANNOTATION}]"),
-                message: format!(
-                    "Unsupported value: {mode:?}: supported values: \"enforce\" (shadow and canary modes are not available in this version)"
-                ),
-            });
-        }
-    }
-    findings
+    Mode::of(config).err().unwrap_or_default()
 }
 
 fn compile(
@@ -389,6 +379,7 @@ fn compile(
             *n += 1;
             let position = list.len();
             let mut hook = compile_hook(config, webhook, id, position, clients);
+            hook.shadow_slots = Arc::new(tokio::sync::Semaphore::new(settings.shadow_in_flight_limit));
             if webhook.match_policy.as_deref() == Some("Equivalent") {
                 hook.equivalence = Some(equivalence.clone());
             }
@@ -488,6 +479,9 @@ fn compile_hook(
         condition_uses: match_conditions.iter().fold(Uses::default(), |uses, c| uses.union(c.program.uses)),
         match_conditions,
         equivalence: None,
+        // Refused at load when invalid.
+        mode: Mode::of(config).unwrap_or_default(),
+        shadow_slots: Arc::new(tokio::sync::Semaphore::new(super::settings::DEFAULT_SHADOW_IN_FLIGHT_LIMIT)),
     }
 }
 

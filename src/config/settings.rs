@@ -9,6 +9,7 @@
 //! allowEmptyFleet: false         # let a reload replace a fleet with webhooks by one without
 //! deadlineMargin: 1s             # kept back from the caller's ?timeout=
 //! minimumCallTimeout: 100ms      # less budget than this left: failurePolicy at once
+//! shadowInFlightLimit: 64        # shadow calls in flight per webhook; more are dropped
 //! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
 //! - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}
 //! ```
@@ -30,6 +31,10 @@ pub(crate) const KIND: &str = "GatewayConfig";
 pub(crate) const DEFAULT_DEADLINE_MARGIN: Duration = Duration::from_secs(1);
 /// `minimumCallTimeout` when unset.
 pub(crate) const DEFAULT_MINIMUM_CALL_TIMEOUT: Duration = Duration::from_millis(100);
+/// `shadowInFlightLimit` when unset.
+pub(crate) const DEFAULT_SHADOW_IN_FLIGHT_LIMIT: usize = 64;
+/// The most `shadowInFlightLimit` may be.
+const MAX_SHADOW_IN_FLIGHT_LIMIT: usize = 10_000;
 /// The API server never waits longer than this for a webhook (`timeoutSeconds` ≤ 30).
 const MAX_SETTING_DURATION: Duration = Duration::from_secs(30);
 
@@ -54,6 +59,9 @@ pub(crate) struct Settings {
     /// Custom resources served at several versions: their versions are equivalent for
     /// `matchPolicy: Equivalent` (the built-in ones are in `equivalence/table.rs`).
     pub(crate) equivalent_resources: Vec<CustomResource>,
+    /// Shadow calls one webhook may have in flight; beyond it a shadow call is dropped and
+    /// counted (`result="dropped"`), so a slow shadow webhook cannot pile up tasks.
+    pub(crate) shadow_in_flight_limit: usize,
 }
 
 impl Default for Settings {
@@ -64,6 +72,7 @@ impl Default for Settings {
             deadline_margin: DEFAULT_DEADLINE_MARGIN,
             minimum_call_timeout: DEFAULT_MINIMUM_CALL_TIMEOUT,
             equivalent_resources: Vec::new(),
+            shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
         }
     }
 }
@@ -86,6 +95,7 @@ pub(crate) struct GatewayConfig {
     minimum_call_timeout: Option<String>,
     #[serde(default)]
     equivalent_resources: Vec<EquivalentResource>,
+    shadow_in_flight_limit: Option<i64>,
 }
 
 /// One `equivalentResources` entry as written; checked by [`GatewayConfig::settings`].
@@ -123,7 +133,7 @@ impl GatewayConfig {
                 }
             },
         };
-        let settings = Settings {
+        let mut settings = Settings {
             audit_patch_annotations: self.audit_patch_annotations,
             allow_empty_fleet: self.allow_empty_fleet,
             deadline_margin: duration("deadlineMargin", &self.deadline_margin, DEFAULT_DEADLINE_MARGIN),
@@ -133,7 +143,24 @@ impl GatewayConfig {
                 DEFAULT_MINIMUM_CALL_TIMEOUT,
             ),
             equivalent_resources,
+            shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
         };
+        match self.shadow_in_flight_limit {
+            None => {}
+            Some(limit) => match usize::try_from(limit) {
+                Ok(limit) if (1..=MAX_SHADOW_IN_FLIGHT_LIMIT).contains(&limit) => {
+                    settings.shadow_in_flight_limit = limit;
+                }
+                _ => findings.push(Finding {
+                    severity: Severity::Error,
+                    webhook: None,
+                    field: "shadowInFlightLimit".into(),
+                    message: format!(
+                        "Invalid value: {limit}: must be between 1 and {MAX_SHADOW_IN_FLIGHT_LIMIT}, inclusive"
+                    ),
+                }),
+            },
+        }
         findings.extend(later);
         if findings.is_empty() {
             Ok(settings)
@@ -270,6 +297,21 @@ mod tests {
     fn config(yaml: &str) -> GatewayConfig {
         let text = format!("apiVersion: {API_VERSION}\nkind: {KIND}\n{yaml}");
         serde_norway::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn the_shadow_in_flight_limit_is_read_and_bounded() {
+        let limit = |text: &str| config(&format!("shadowInFlightLimit: {text}")).settings();
+        assert_eq!(limit("5").unwrap().shadow_in_flight_limit, 5);
+        assert_eq!(config("metadata: {name: g}").settings().unwrap().shadow_in_flight_limit, 64);
+        for bad in ["0", "-3", "10001"] {
+            let findings = limit(bad).unwrap_err();
+            assert_eq!(findings[0].field, "shadowInFlightLimit");
+            assert_eq!(
+                findings[0].message,
+                format!("Invalid value: {bad}: must be between 1 and 10000, inclusive")
+            );
+        }
     }
 
     #[test]

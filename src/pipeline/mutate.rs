@@ -13,6 +13,7 @@ use super::call::{self, Attempt};
 use super::matching::{self, Skip};
 use super::object::ObjectState;
 use super::record::Records;
+use super::shadow::{self, CallMode};
 use super::verdict::{self, Judgement};
 use super::{Judged, Mutation, Review};
 use crate::config::compile::{Hook, ReinvocationPolicy};
@@ -47,6 +48,14 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
             break;
         }
         for hook in &candidates {
+            if let CallMode::Shadow(mode) = CallMode::of(hook, review.request) {
+                // Off the critical path: called with the object as it stands here; its patch
+                // reaches no later webhook, and it is never reinvoked.
+                if round == 0 {
+                    shadow::start(review, hook, PHASE, round, mode);
+                }
+                continue;
+            }
             if !review.matches(hook, PHASE, round)? {
                 continue;
             }

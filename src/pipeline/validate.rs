@@ -10,13 +10,18 @@ use futures_util::future::join_all;
 
 use super::call::{self, Attempt};
 use super::matching;
+use super::shadow::{self, CallMode};
 use super::verdict::{self, Judgement};
 use super::{Judged, Mutation, Review};
 use crate::config::compile::Hook;
+use crate::config::mode::Mode;
 use crate::explain::{Phase, Step};
 use crate::review::Status;
 
 const PHASE: Phase = Phase::Validating;
+
+/// Prefixed to a warn-mode webhook's denial returned as a warning.
+pub(crate) const WARN_MODE_PREFIX: &str = "admission-gateway warn mode: ";
 
 pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     if let Some(reason) = matching::exempt(review.request) {
@@ -26,10 +31,17 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     let candidates = review.candidates(PHASE);
     review.look_up_namespace(&candidates).await;
     let mut matched: Vec<&Arc<Hook>> = Vec::new();
+    let mut shadowed = Vec::new();
     for hook in candidates {
-        if review.matches(hook, PHASE, 0)? {
-            matched.push(hook);
+        match CallMode::of(hook, review.request) {
+            CallMode::Shadow(mode) => shadowed.push((hook, mode)),
+            _ if review.matches(hook, PHASE, 0)? => matched.push(hook),
+            _ => {}
         }
+    }
+    // Matched as if enforced, once the enforced webhooks' matching let the request through.
+    for (hook, mode) in shadowed {
+        shadow::start(review, hook, PHASE, 0, mode);
     }
     if matched.is_empty() {
         return Ok(());
@@ -50,6 +62,8 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
                 review.keep_records(hook, response);
                 if response.allowed {
                     Judged::allowed()
+                } else if hook.mode == Mode::Warn {
+                    review.warn_mode_denial(hook, verdict::rejection(&hook.name, response.status.as_ref()))
                 } else {
                     Judged::denied(verdict::rejection(&hook.name, response.status.as_ref()))
                 }
@@ -64,5 +78,21 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     match verdict::several(failures) {
         Some(status) => Err(status),
         None => Ok(()),
+    }
+}
+
+impl Review<'_> {
+    /// A warn-mode webhook denied: its denial, in the API server's words, becomes a warning
+    /// returned to the user, and the request goes on (README, "Shadow, canary and warn modes").
+    fn warn_mode_denial(&mut self, hook: &Hook, status: Status) -> Judged {
+        let message = status.message.as_deref().unwrap_or_default();
+        self.records.warn(Some(vec![format!("{WARN_MODE_PREFIX}{message}")]));
+        metrics::counter!(
+            shadow::WARN_DENIALS_METRIC,
+            "webhook" => hook.name.clone(),
+            "configuration" => hook.configuration.clone(),
+        )
+        .increment(1);
+        Judged::warned(status)
     }
 }

@@ -110,10 +110,17 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     );
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
-    let outcome =
-        pipeline::review(&snapshot, state.cluster.get().map(|c| &**c), &review, stage, budget, explanation)
-            .instrument(span.clone())
-            .await;
+    let outcome = pipeline::review(
+        &snapshot,
+        state.cluster.get().map(|c| &**c),
+        &review,
+        stage,
+        budget,
+        explanation,
+        &state.shadows,
+    )
+    .instrument(span.clone())
+    .await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
     span.in_scope(|| {

@@ -17,6 +17,7 @@ mod failure_policy;
 mod loadtest_mock;
 mod match_conditions;
 mod matching;
+mod modes;
 mod mutating;
 mod readiness;
 mod registration;

@@ -82,7 +82,8 @@ async fn an_invalid_configuration_is_refused_and_the_last_good_one_keeps_serving
     assert!(!gateway.validate(&review).await.allowed());
 
     // A good configuration again is picked up.
-    gateway.reconfigure(&Fleet::of([validating("fleet", [])]));
+    let allow = MockWebhook::allowing().spawn().await;
+    gateway.reconfigure(&Fleet::of([validating("fleet", [webhook("allow.example.com", &allow)])]));
     let recovered = eventually(RELOAD_WITHIN, || async { gateway.validate(&review).await.allowed() }).await;
     assert!(recovered);
 }

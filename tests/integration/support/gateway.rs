@@ -120,6 +120,7 @@ pub struct Configuration {
     kind: &'static str,
     name: String,
     webhooks: Vec<Webhook>,
+    annotations: BTreeMap<String, String>,
 }
 
 pub fn mutating(name: &str, webhooks: impl IntoIterator<Item = Webhook>) -> Configuration {
@@ -127,6 +128,7 @@ pub fn mutating(name: &str, webhooks: impl IntoIterator<Item = Webhook>) -> Conf
         kind: "MutatingWebhookConfiguration",
         name: name.to_owned(),
         webhooks: webhooks.into_iter().collect(),
+        annotations: BTreeMap::new(),
     }
 }
 
@@ -135,15 +137,22 @@ pub fn validating(name: &str, webhooks: impl IntoIterator<Item = Webhook>) -> Co
         kind: "ValidatingWebhookConfiguration",
         name: name.to_owned(),
         webhooks: webhooks.into_iter().collect(),
+        annotations: BTreeMap::new(),
     }
 }
 
 impl Configuration {
+    /// Adds an annotation to `metadata.annotations` (e.g. `admission-gateway/mode`).
+    pub fn annotate(mut self, key: &str, value: &str) -> Self {
+        self.annotations.insert(key.to_owned(), value.to_owned());
+        self
+    }
+
     fn manifest(&self) -> Value {
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": self.kind,
-            "metadata": {"name": self.name},
+            "metadata": {"name": self.name, "annotations": self.annotations},
             "webhooks": self.webhooks.iter().map(|w| w.0.clone()).collect::<Vec<_>>(),
         })
     }

@@ -52,12 +52,24 @@ impl ServeOptions {
 pub struct Running {
     pub address: SocketAddr,
     pub metrics_address: SocketAddr,
+    state: Arc<State>,
     shutdown: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
     background: Vec<JoinHandle<()>>,
 }
 
 impl Running {
+    /// A graceful stop, as a rollout needs it: `/readyz` fails at once and answers carry
+    /// `Connection: close`, while the listener goes on accepting for `delay` (time for the
+    /// endpoints to drop this replica and the API server to stop sending here); then
+    /// [`shutdown`](Self::shutdown).
+    pub async fn drain(self, delay: std::time::Duration) {
+        self.state.draining.store(true, Ordering::SeqCst);
+        tracing::info!(delay_ms = delay.as_millis() as u64, "draining: not ready, still serving");
+        tokio::time::sleep(delay).await;
+        self.shutdown().await;
+    }
+
     /// Stops accepting, drains in-flight reviews, stops the background tasks.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
@@ -85,6 +97,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         explained: options.explained.clone(),
         cluster: std::sync::OnceLock::new(),
         shadows: Shadows::cancelled_by(stop.clone()),
+        draining: AtomicBool::new(false),
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;
@@ -94,6 +107,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     let mut running = Running {
         address: metrics_address,
         metrics_address,
+        state: state.clone(),
         shutdown,
         servers: vec![admin],
         background: Vec::new(),

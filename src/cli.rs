@@ -93,6 +93,11 @@ pub(crate) struct ServeArgs {
     /// gateway's own).
     #[arg(long, value_name = "NAMESPACE", requires = "fleet_selector")]
     pub(crate) fleet_namespace: Option<String>,
+    /// On SIGTERM or Ctrl-C: fail /readyz at once but keep serving this long (Go duration),
+    /// so endpoints drop this replica before it stops accepting; in-flight reviews then have
+    /// 30 s to finish.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub(crate) drain_delay: String,
     /// Cluster mode: report the namespace cache stale (/readyz?verbose, /metrics) once its
     /// watch has been down this long (Go duration).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
@@ -221,6 +226,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    let drain_delay = duration_flag("--drain-delay", &args.drain_delay)?;
     let mut options = ServeOptions::new(
         args.config,
         app::resolve(&args.listen).await?,
@@ -231,9 +237,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.client_ca = args.client_ca;
     let running = app::start(options).await?;
     app::shutdown_signal().await;
-    tracing::info!("shutting down: draining in-flight reviews");
-    running.shutdown().await;
+    tracing::info!("shutting down: draining");
+    running.drain(drain_delay).await;
     Ok(())
+}
+
+/// A flag holding a Go duration of 0 or more.
+fn duration_flag(flag: &str, text: &str) -> anyhow::Result<std::time::Duration> {
+    crate::go::duration::parse(text)
+        .ok()
+        .and_then(|nanos| u64::try_from(nanos).ok())
+        .map(std::time::Duration::from_nanos)
+        .ok_or_else(|| anyhow::anyhow!("{flag} {text:?}: not a Go duration of 0 or more"))
 }
 
 /// Writes `value` as JSON or YAML (text output is each command's own).

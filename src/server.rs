@@ -53,6 +53,9 @@ pub(crate) struct State {
     pub(crate) cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     /// Shadow calls, cancelled on shutdown.
     pub(crate) shadows: pipeline::shadow::Shadows,
+    /// Shutting down: `/readyz` fails, and every answer asks the client to close its
+    /// keep-alive connection (`Connection: close`), so it reconnects to another replica.
+    pub(crate) draining: AtomicBool,
 }
 
 /// Accepts connections until `shutdown` turns true, then drains in-flight requests.

@@ -32,6 +32,16 @@ pub(crate) async fn route(
     request: Request<Incoming>,
     listener: Listener,
 ) -> Response<Full<Bytes>> {
+    let mut response = dispatch(state, request, listener).await;
+    if state.draining.load(Ordering::Relaxed) {
+        // HTTP/1.1: the client closes this connection after the answer and opens its next one
+        // to a replica that is not going away (HTTP/2 gets a GOAWAY when the listener stops).
+        response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener) -> Response<Full<Bytes>> {
     let path = request.uri().path();
     let stage = match path {
         "/mutate" => Some(Stage::Mutate),
@@ -150,8 +160,11 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
 /// does (`[+]name ok`, `[-]name reason`).
 fn readiness(state: &State, query: Option<&str>) -> Response<Full<Bytes>> {
     let serving = state.ready.load(Ordering::SeqCst);
-    let mut checks =
-        vec![("config", serving, if serving { "ok".to_owned() } else { "not serving yet".to_owned() })];
+    let draining = state.draining.load(Ordering::SeqCst);
+    let mut checks = vec![
+        ("config", serving, if serving { "ok".to_owned() } else { "not serving yet".to_owned() }),
+        ("shutdown", !draining, if draining { "draining".to_owned() } else { "ok".to_owned() }),
+    ];
     if let Some(cluster) = state.cluster.get() {
         checks.extend(cluster.checks());
     }

@@ -404,6 +404,10 @@ impl TestGateway {
     }
 
     /// GETs a path on the admin (metrics) listener.
+    pub fn metrics_address(&self) -> SocketAddr {
+        self.running().metrics_address
+    }
+
     pub async fn admin_get(&self, path: &str) -> (u16, String) {
         let address = self.running().metrics_address;
         let request = http::Request::get(format!("http://{address}{path}"))
@@ -413,6 +417,13 @@ impl TestGateway {
     }
 
     /// Stops the gateway (graceful: in-flight reviews finish).
+    /// The graceful stop of a rollout (`Running::drain`).
+    pub async fn drain(mut self, delay: Duration) {
+        if let Some(running) = self.running.take() {
+            running.drain(delay).await;
+        }
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(running) = self.running.take() {
             running.shutdown().await;

@@ -14,6 +14,7 @@ mod cluster;
 mod control_plane;
 mod equivalence;
 mod failure_policy;
+mod faults;
 mod loadtest_mock;
 mod match_conditions;
 mod matching;

@@ -42,6 +42,8 @@ type HttpsClient =
 #[derive(Clone)]
 pub(crate) struct Client {
     http: HttpsClient,
+    /// For loopback and `localhost` URLs, which the API server offers HTTP/2 as well (§7.1).
+    loopback: HttpsClient,
 }
 
 impl std::fmt::Debug for Client {
@@ -110,16 +112,31 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
     // kube-apiserver forces HTTP/1.1 for webhooks (§7.1); `enable_http1` offers only it by ALPN.
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(tls.clone())
         .https_only()
         .enable_http1()
+        .wrap_connector(http.clone());
+    // Except at a loopback URL: `h2` and `http/1.1` by ALPN.
+    let loopback = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_all_versions()
         .wrap_connector(http);
-    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_timer(TokioTimer::new())
-        .timer(TokioTimer::new())
-        .build(https);
-    Ok(Client { http })
+    let pooled = || {
+        let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
+        builder.pool_idle_timeout(POOL_IDLE_TIMEOUT).pool_timer(TokioTimer::new()).timer(TokioTimer::new());
+        builder
+    };
+    Ok(Client { http: pooled().build(https), loopback: pooled().build(loopback) })
+}
+
+/// `isLocalHost` of staging/src/k8s.io/apiserver/pkg/util/webhook/client.go: `localhost` (any
+/// case) or a loopback IP address.
+fn is_local_host(uri: &http::Uri) -> bool {
+    let host = uri.host().unwrap_or_default();
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The system trust store, read once.
@@ -197,7 +214,8 @@ impl Client {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| transport(e.to_string()))?;
         let authority = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
-        let response = tokio::time::timeout_at(deadline, self.http.request(request))
+        let http = if is_local_host(request.uri()) { &self.loopback } else { &self.http };
+        let response = tokio::time::timeout_at(deadline, http.request(request))
             .await
             .map_err(|_| CallError::Timeout { url: url.to_owned() })?
             .map_err(|e| error::request_failed(&e, url, &authority))?;
@@ -352,6 +370,21 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_and_localhost_urls_are_local() {
+        for (url, local) in [
+            ("https://127.0.0.1:8443/x", true),
+            ("https://127.9.9.9/x", true),
+            ("https://[::1]:443/x", true),
+            ("https://LocalHost/x", true),
+            ("https://10.0.0.1/x", false),
+            ("https://webhook.default.svc:443/x", false),
+            ("https://localhost.example.com/x", false),
+        ] {
+            assert_eq!(is_local_host(&url.parse().unwrap()), local, "{url}");
+        }
+    }
 
     #[test]
     fn timeout_param_rounds_up_and_reads_like_go() {

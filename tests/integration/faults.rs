@@ -426,21 +426,51 @@ async fn plain_http_on_an_https_url() {
 
 /// The API server offers `h2` by ALPN to webhooks at a loopback or `localhost` URL (only those:
 /// `isLocalHost` in staging/src/k8s.io/apiserver/pkg/util/webhook/client.go, Kubernetes 1.30+);
-/// an upstream that speaks nothing else is called over HTTP/2 and answers normally.
+/// an upstream that speaks nothing but HTTP/2 is called over HTTP/2 and answers normally.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_only_upstream_on_a_loopback_url_is_called_over_http2() {
-    let mock = MockWebhook::denying("reached over HTTP/2")
-        .spawn_with_tls(server_tls(loopback_certificate(), &[b"h2"]))
-        .await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://127.0.0.1:{}/webhook", listener.local_addr().unwrap().port());
+    let acceptor = tokio_rustls::TlsAcceptor::from(server_tls(loopback_certificate(), &[b"h2"]));
+    let versions = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = versions.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let service =
+                    hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            seen.lock().unwrap().push(request.version());
+                            let body = request.into_body().collect().await?.to_bytes();
+                            let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                            let Reply::Json(answer) = reply::deny(&review, "reached over HTTP/2") else {
+                                unreachable!()
+                            };
+                            Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(
+                                answer.to_string(),
+                            ))))
+                        }
+                    });
+                // HTTP/2 only: an HTTP/1.1 request is a protocol error.
+                let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
 
-    let outcome = under_both_policies(mock.url(), None).await;
+    let outcome = under_both_policies(&url, None).await;
+    server.abort();
 
     for answer in [&outcome.fail, &outcome.ignore] {
         assert!(!answer.allowed());
         assert_eq!(answer.code(), Some(400), "{}", answer.body);
         assert!(answer.message().ends_with("denied the request: reached over HTTP/2"), "{}", answer.body);
     }
-    assert_eq!(mock.calls(), 2);
+    assert_eq!(*versions.lock().unwrap(), [http::Version::HTTP_2; 2]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ type HttpsClient =
 #[derive(Clone)]
 pub(crate) struct Client {
     http: HttpsClient,
+    /// For loopback and `localhost` URLs, which the API server offers HTTP/2 as well (§7.1).
+    loopback: HttpsClient,
 }
 
 impl std::fmt::Debug for Client {
@@ -110,16 +112,31 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
     // kube-apiserver forces HTTP/1.1 for webhooks (§7.1); `enable_http1` offers only it by ALPN.
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(tls.clone())
         .https_only()
         .enable_http1()
+        .wrap_connector(http.clone());
+    // Except at a loopback URL: `h2` and `http/1.1` by ALPN.
+    let loopback = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_all_versions()
         .wrap_connector(http);
-    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_timer(TokioTimer::new())
-        .timer(TokioTimer::new())
-        .build(https);
-    Ok(Client { http })
+    let pooled = || {
+        let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
+        builder.pool_idle_timeout(POOL_IDLE_TIMEOUT).pool_timer(TokioTimer::new()).timer(TokioTimer::new());
+        builder
+    };
+    Ok(Client { http: pooled().build(https), loopback: pooled().build(loopback) })
+}
+
+/// `isLocalHost` of staging/src/k8s.io/apiserver/pkg/util/webhook/client.go: `localhost` (any
+/// case) or a loopback IP address.
+fn is_local_host(uri: &http::Uri) -> bool {
+    let host = uri.host().unwrap_or_default();
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The system trust store, read once.
@@ -175,19 +192,20 @@ impl Client {
         let full_url = format!("{url}?timeout={query}");
         let hard_deadline = Instant::now() + CLIENT_TIMEOUT;
         let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
-        let reply = tokio::time::timeout_at(deadline, self.post(&full_url, body))
-            .await
-            .map_err(|_| CallError::Timeout { url: full_url.clone() })??;
+        let reply = self.post(&full_url, body, deadline).await?;
         check_reply(reply, sent)
     }
 
     /// A plain JSON POST (the demo's client); returns the status and body.
     pub(crate) async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<(u16, Bytes), String> {
-        let reply = self.post(url, body).await.map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + CLIENT_TIMEOUT;
+        let reply = self.post(url, body, deadline).await.map_err(|e| e.to_string())?;
         Ok((reply.status.as_u16(), reply.body))
     }
 
-    async fn post(&self, url: &str, body: Vec<u8>) -> Result<HttpReply, CallError> {
+    /// Sends the request and reads the answer whole, both before `deadline`. As in client-go,
+    /// a failure while reading the body is not reported as one of the request (§8.1).
+    async fn post(&self, url: &str, body: Vec<u8>, deadline: Instant) -> Result<HttpReply, CallError> {
         let transport = |message: String| CallError::Transport { url: url.to_owned(), message };
         let request = http::Request::post(url)
             .header(http::header::CONTENT_TYPE, "application/json")
@@ -196,19 +214,31 @@ impl Client {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| transport(e.to_string()))?;
         let authority = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
-        let response =
-            self.http.request(request).await.map_err(|e| error::request_failed(&e, url, &authority))?;
+        let http = if is_local_host(request.uri()) { &self.loopback } else { &self.http };
+        let response = tokio::time::timeout_at(deadline, http.request(request))
+            .await
+            .map_err(|_| CallError::Timeout { url: url.to_owned() })?
+            .map_err(|e| error::request_failed(&e, url, &authority))?;
         let status = response.status();
         let content_type = response
             .headers()
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-            .collect()
-            .await
-            .map_err(|e| transport(format!("reading the response body: {e}")))?
-            .to_bytes();
+        let body = tokio::time::timeout_at(
+            deadline,
+            Limited::new(response.into_body(), MAX_RESPONSE_BYTES).collect(),
+        )
+        .await
+        .map_err(|_| CallError::BodyRead("context deadline exceeded".into()))?
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                transport(format!("reading the response body: {e}"))
+            } else {
+                CallError::BodyRead(error::body_read_failed(e.as_ref()))
+            }
+        })?
+        .to_bytes();
         Ok(HttpReply { status, content_type, body })
     }
 }
@@ -219,6 +249,26 @@ pub(crate) struct Sent<'a> {
     pub(crate) uid: &'a str,
     pub(crate) version: ReviewVersion,
     pub(crate) mutating: bool,
+}
+
+/// The body as Go's decoder reads it: a syntax error in Go's words (for a JSON body, which is
+/// what the API server's JSON serializer recognises: a `{` first), and the last of duplicate
+/// keys kept (serde refuses them in a struct; a map keeps the last).
+fn decode_review(body: &[u8]) -> Result<WebhookReview, String> {
+    match serde_json::from_slice(body) {
+        Ok(review) => Ok(review),
+        Err(error) if error.to_string().starts_with("duplicate field") => {
+            let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+            serde_json::from_value(value).map_err(|e| e.to_string())
+        }
+        Err(error) => {
+            let json = body.iter().find(|b| !b" \t\r\n".contains(b)) == Some(&b'{');
+            Err(match crate::go::json_errors::check_valid(body) {
+                Err(go) if json => go,
+                _ => error.to_string(),
+            })
+        }
+    }
 }
 
 /// §8: HTTP status, body decoding, and the response checks of the sent version.
@@ -233,7 +283,7 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
             reply.content_type.as_deref().unwrap_or("application/json")
         )));
     }
-    let review: WebhookReview = serde_json::from_slice(&reply.body)
+    let review = decode_review(&reply.body)
         .map_err(|e| CallError::Decode(format!("couldn't get version/kind; json parse error: {e}")))?;
     let received = (review.api_version.as_deref().unwrap_or(""), review.kind.as_deref().unwrap_or(""));
     // A declared type must be a known one, and the one that was sent (§8.2); a missing
@@ -320,6 +370,21 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_and_localhost_urls_are_local() {
+        for (url, local) in [
+            ("https://127.0.0.1:8443/x", true),
+            ("https://127.9.9.9/x", true),
+            ("https://[::1]:443/x", true),
+            ("https://LocalHost/x", true),
+            ("https://10.0.0.1/x", false),
+            ("https://webhook.default.svc:443/x", false),
+            ("https://localhost.example.com/x", false),
+        ] {
+            assert_eq!(is_local_host(&url.parse().unwrap()), local, "{url}");
+        }
+    }
 
     #[test]
     fn timeout_param_rounds_up_and_reads_like_go() {

@@ -19,6 +19,9 @@ pub(crate) enum CallError {
     Transport { url: String, message: String },
     #[error("failed to call webhook: Post {url:?}: context deadline exceeded")]
     Timeout { url: String },
+    /// The answer's head arrived, its body could not be read (client-go's `transformResponse`).
+    #[error("failed to call webhook: unexpected error when reading response body. Please retry. Original error: {0}")]
+    BodyRead(String),
     /// The webhook's certificate or handshake signature refused, in crypto/tls's words
     /// (`tls: failed to verify certificate: x509: …`).
     #[error("failed to call webhook: Post {url:?}: {message}")]
@@ -54,6 +57,7 @@ impl CallError {
             }
             Self::Transport { .. }
             | Self::Timeout { .. }
+            | Self::BodyRead(_)
             | Self::Tls { .. }
             | Self::Decode(_)
             | Self::InvalidResponse(_)
@@ -69,6 +73,7 @@ impl CallError {
             Self::SideEffectsNil => "side_effects_nil",
             Self::Transport { .. } => "transport",
             Self::Timeout { .. } => "timeout",
+            Self::BodyRead(_) => "body_read",
             Self::Tls { .. } => "tls",
             Self::HttpStatus { .. } => "http_status",
             Self::Decode(_) => "undecodable_response",
@@ -80,12 +85,23 @@ impl CallError {
     }
 }
 
+#[derive(serde::Deserialize)]
+struct StatusKind {
+    kind: Option<String>,
+}
+
 /// client-go's error for an answer outside 200–206 (`NewGenericServerResponse`): a JSON
 /// `Status` with `status: Failure` is used as-is, otherwise a fixed text per code, into which
 /// a text body (at most 2 KiB, trimmed) is quoted for 403, 415 and 5xx.
 pub(super) fn http_status(status: http::StatusCode, content_type: Option<&str>, body: &[u8]) -> CallError {
     let code = status.as_u16();
-    if let Ok(Status { status: Some(s), message, .. }) = serde_json::from_slice::<Status>(body) {
+    // Go decodes the body as a Status only when it says `kind: Status` (any apiVersion: Status
+    // is an unversioned kind of the webhook client's scheme).
+    let is_status =
+        serde_json::from_slice::<StatusKind>(body).is_ok_and(|k| k.kind.as_deref() == Some("Status"));
+    if let (true, Ok(Status { status: Some(s), message, .. })) =
+        (is_status, serde_json::from_slice::<Status>(body))
+    {
         if s == "Failure" {
             return CallError::HttpStatus { code, message: message.unwrap_or_default() };
         }
@@ -118,6 +134,33 @@ pub(super) fn http_status(status: http::StatusCode, content_type: Option<&str>, 
     CallError::HttpStatus { code, message }
 }
 
+/// Go's words for a socket error where they differ from Rust's (`syscall.Errno` texts).
+fn go_io_text(io: &std::io::Error) -> Option<&'static str> {
+    match io.kind() {
+        std::io::ErrorKind::ConnectionReset => Some("read: connection reset by peer"),
+        std::io::ErrorKind::UnexpectedEof => Some("unexpected EOF"),
+        _ => None,
+    }
+}
+
+/// Why a response body could not be read whole: the socket error in Go's words when there is
+/// one, else the error chain joined by `: `.
+pub(super) fn body_read_failed(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = Vec::new();
+    let mut source = Some(error);
+    while let Some(cause) = source {
+        if let Some(text) = cause.downcast_ref::<std::io::Error>().and_then(go_io_text) {
+            return text.to_owned();
+        }
+        chain.push(cause.to_string());
+        source = cause.source();
+    }
+    if chain.iter().any(|c| c.contains("IncompleteBody") || c.contains("end of file before message length")) {
+        return "unexpected EOF".to_owned();
+    }
+    chain.join(": ")
+}
+
 /// A request that got no answer, in the words Go's net/http and crypto/tls would use where they
 /// are well known (refused connections, refused certificates); otherwise the error chain joined
 /// by `: `.
@@ -134,6 +177,9 @@ pub(super) fn request_failed(
             if io.kind() == std::io::ErrorKind::ConnectionRefused {
                 return transport(format!("dial tcp {authority}: connect: connection refused"));
             }
+            if let Some(text) = go_io_text(io) {
+                return transport(text.to_owned());
+            }
         }
         // tokio-rustls reports TLS failures as io::Errors wrapping (io::Errors wrapping) the
         // rustls::Error; io::Error::source() skips what it wraps, so unwrap by hand.
@@ -148,6 +194,10 @@ pub(super) fn request_failed(
             if let rustls::Error::InvalidCertificate(certificate) = tls {
                 let message = Refusal::from_certificate_error(certificate).to_string();
                 return CallError::Tls { url: url.to_owned(), message };
+            }
+            // A first record that is no TLS record at all: a plain HTTP server, typically.
+            if matches!(tls, rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) {
+                return transport("tls: first record does not look like a TLS handshake".into());
             }
             return transport(format!("tls: {tls}"));
         }

@@ -15,6 +15,7 @@ mod control_plane;
 mod drain;
 mod equivalence;
 mod failure_policy;
+mod faults;
 mod loadtest_mock;
 mod match_conditions;
 mod matching;

@@ -39,6 +39,8 @@
 //!   the load-test mock webhook.
 
 pub mod app;
+#[doc(hidden)]
+pub mod bench;
 pub mod certs;
 pub mod cli;
 pub mod cluster;

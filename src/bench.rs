@@ -1,0 +1,96 @@
+//! Entry points for the Criterion benches in `benches/` (not a stable API: hidden from the
+//! docs). Each wraps one step of a review's path through the crate's own code, so a bench
+//! measures exactly what `serve` runs: decoding a received review, matching a fleet,
+//! the mutating chain's combined patch, encoding the answer and a webhook's request.
+//! Nothing here is used by the gateway itself.
+
+use std::path::PathBuf;
+
+use serde_json::value::RawValue;
+
+use crate::config::compile;
+use crate::config::Snapshot;
+use crate::patch::Patch;
+use crate::pipeline::matching;
+use crate::pipeline::object::ObjectState;
+use crate::review::decode::{self, IncomingReview};
+use crate::review::encode::{self, Answer};
+use crate::review::{OutgoingRequest, ReviewVersion};
+use crate::upstream::Clients;
+
+/// A decoded AdmissionReview (`review::decode`).
+pub struct Review(IncomingReview);
+
+/// Decodes a received AdmissionReview as the server does; `Err` is the 400's reason.
+pub fn decode(body: &[u8]) -> Result<Review, String> {
+    decode::review(body).map(Review).map_err(|e| e.to_string())
+}
+
+/// A compiled fleet (`config::compile::load`).
+pub struct Fleet(Snapshot);
+
+/// Loads and compiles the configuration at `paths` as `serve` does.
+pub fn fleet(paths: &[PathBuf]) -> Result<Fleet, String> {
+    compile::load(paths, &Clients::default(), 1)
+        .map(Fleet)
+        .map_err(|e| e.problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+}
+
+/// The validating webhooks of `fleet` that `review` would be sent to: the rule index's
+/// candidates, then rules, scope and selectors (`pipeline/matching.rs`). Counts them.
+pub fn matching_validating(fleet: &Fleet, review: &Review) -> usize {
+    let (snapshot, request) = (&fleet.0, &review.0);
+    let resource = request.resource();
+    let object = ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref());
+    let namespace = match snapshot.namespaces.get(&request.request.namespace) {
+        Some(labels) => matching::NamespaceLabels::Found(labels.clone()),
+        None => matching::NamespaceLabels::Missing { live: false },
+    };
+    snapshot
+        .validating_candidates(&resource.group, &resource.resource)
+        .filter(|hook| matches!(matching::should_call(hook, request, &object, &namespace), Ok(None)))
+        .count()
+}
+
+/// Applies `patches` in order to `object` as the mutating chain does (`pipeline/object.rs`)
+/// and returns the one combined patch answered to the API server.
+pub fn combined_patch(object: &RawValue, patches: &[Patch]) -> Option<Vec<u8>> {
+    let mut state = ObjectState::new(Some(object), None);
+    for patch in patches {
+        state.apply(patch).ok()?;
+    }
+    state.combined_patch()
+}
+
+/// The answer to `review` in its version, with `patch` (JSON Patch text) if any
+/// (`review::encode::answer`).
+pub fn encode_answer(review: &Review, patch: Option<Vec<u8>>) -> Vec<u8> {
+    let answer = Answer { allowed: true, patch, ..Answer::default() };
+    encode::answer(review.0.version, &review.0.request.uid, &answer)
+}
+
+/// The request a v1 webhook is sent for `review`, its object unchanged
+/// (`pipeline/call.rs`, `review::encode::request`).
+pub fn encode_webhook_request(review: &Review) -> Vec<u8> {
+    let (review, uid) = (&review.0, "6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f");
+    let request = &review.request;
+    let (kind, resource) = (review.kind(), review.resource());
+    let outgoing = OutgoingRequest {
+        uid,
+        kind,
+        resource,
+        sub_resource: &request.sub_resource,
+        request_kind: request.request_kind.as_ref().unwrap_or(kind),
+        request_resource: request.request_resource.as_ref().unwrap_or(resource),
+        request_sub_resource: request.request_sub_resource.as_deref().unwrap_or(&request.sub_resource),
+        name: &request.name,
+        namespace: &request.namespace,
+        operation: review.operation(),
+        user_info: review.user_info(),
+        object: request.object.as_deref(),
+        old_object: request.old_object.as_deref(),
+        dry_run: review.dry_run(),
+        options: request.options.as_deref(),
+    };
+    encode::request(ReviewVersion::V1, &outgoing)
+}

@@ -335,7 +335,7 @@ impl<'r> Review<'r> {
     /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
     /// Rules and selectors first, then matchConditions (§4.0.7).
     fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
-        match self.decide(hook) {
+        match self.decide(hook, phase) {
             Ok(None) => Ok(true),
             Ok(Some(skip)) => {
                 self.skipped(hook, phase, round, &skip);
@@ -358,12 +358,17 @@ impl<'r> Review<'r> {
 
     /// Whether `hook` matches: `Ok(None)` to call it, the skip, or `Err` if matching failed the
     /// request.
-    fn decide(&mut self, hook: &Hook) -> Result<Option<Skip>, Status> {
+    fn decide(&mut self, hook: &Hook, phase: Phase) -> Result<Option<Skip>, Status> {
         matching::should_call(hook, self.request, &self.object, &self.namespace).and_then(|skip| match skip {
             Some(skip) => Ok(Some(skip)),
-            None => {
-                conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions, self.cluster)
-            }
+            None => conditions::evaluate(
+                hook,
+                self.request,
+                &mut self.object,
+                &mut self.conditions,
+                self.cluster,
+                phase,
+            ),
         })
     }
 

@@ -14,6 +14,7 @@ use super::object::ObjectState;
 use super::verdict;
 use crate::cluster::Cluster;
 use crate::config::compile::{FailurePolicy, Hook};
+use crate::explain::Phase;
 use crate::match_conditions::authorizer;
 use crate::match_conditions::{self, json_value, request_value, Condition, Outcome, Variables};
 use crate::review::decode::IncomingReview;
@@ -45,10 +46,12 @@ pub(crate) fn evaluate(
     object: &mut ObjectState<'_>,
     state: &mut State,
     cluster: Option<&Cluster>,
+    phase: Phase,
 ) -> Result<Option<Skip>, Status> {
     if hook.match_conditions.is_empty() {
         return Ok(None);
     }
+    let started = std::time::Instant::now();
     let uses = hook.condition_uses;
     if uses.object && state.object_converted != Some(state.object_version) {
         state.variables.object = Some(json_value(object.tree()));
@@ -79,6 +82,7 @@ pub(crate) fn evaluate(
     } else {
         match_conditions::evaluate(&conditions, &mut state.variables)
     };
+    record(hook, review, phase, &outcome, started.elapsed());
     match outcome {
         Outcome::Match => Ok(None),
         Outcome::False { condition } => Ok(Some(Skip::ConditionFalse(condition))),
@@ -91,6 +95,35 @@ pub(crate) fn evaluate(
             }
         },
     }
+}
+
+/// The API server's match-condition metrics (docs/semantics.md §15.2): an exclusion when a
+/// condition is false, one error per failing condition, and the evaluation time of both (not
+/// of a clean match). `type` is spelt `admit`/`validate` for exclusions and
+/// `admit`/`validating` for the others, as upstream.
+fn record(hook: &Hook, review: &IncomingReview, phase: Phase, outcome: &Outcome, took: std::time::Duration) {
+    let (errors_type, exclusions_type) = match phase {
+        Phase::Mutating => ("admit", "admit"),
+        Phase::Validating => ("validating", "validate"),
+    };
+    let name = hook.name.clone();
+    let operation = review.operation().as_str();
+    match outcome {
+        Outcome::Match => return,
+        Outcome::False { .. } => {
+            metrics::counter!("apiserver_admission_match_condition_exclusions_total",
+                "name" => name.clone(), "kind" => "webhook", "type" => exclusions_type, "operation" => operation)
+            .increment(1);
+        }
+        Outcome::Error { conditions, .. } => {
+            metrics::counter!("apiserver_admission_match_condition_evaluation_errors_total",
+                "name" => name.clone(), "kind" => "webhook", "type" => errors_type, "operation" => operation)
+            .increment(conditions.len().max(1) as u64);
+        }
+    }
+    metrics::histogram!("apiserver_admission_match_condition_evaluation_seconds",
+        "name" => name, "kind" => "webhook", "type" => errors_type, "operation" => operation)
+    .record(took.as_secs_f64());
 }
 
 /// Whether this thread may block for the authorizer: only a multi-threaded runtime's worker

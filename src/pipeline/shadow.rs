@@ -291,7 +291,7 @@ pub(crate) fn start(review: &mut Review<'_>, hook: &Arc<Hook>, phase: Phase, rou
         paths: Vec::new(),
         detail,
     };
-    match review.decide(hook) {
+    match review.decide(hook, phase) {
         Ok(None) => {}
         Ok(Some(skip)) => return review.skipped(hook, phase, round, &skip),
         Err(status) => {

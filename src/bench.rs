@@ -15,7 +15,7 @@ use crate::pipeline::matching;
 use crate::pipeline::object::ObjectState;
 use crate::review::decode::{self, IncomingReview};
 use crate::review::encode::{self, Answer};
-use crate::review::{OutgoingRequest, ReviewVersion};
+use crate::review::ReviewVersion;
 use crate::upstream::Clients;
 
 /// A decoded AdmissionReview (`review::decode`).
@@ -72,25 +72,7 @@ pub fn encode_answer(review: &Review, patch: Option<Vec<u8>>) -> Vec<u8> {
 /// The request a v1 webhook is sent for `review`, its object unchanged
 /// (`pipeline/call.rs`, `review::encode::request`).
 pub fn encode_webhook_request(review: &Review) -> Vec<u8> {
-    let (review, uid) = (&review.0, "6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f");
-    let request = &review.request;
-    let (kind, resource) = (review.kind(), review.resource());
-    let outgoing = OutgoingRequest {
-        uid,
-        kind,
-        resource,
-        sub_resource: &request.sub_resource,
-        request_kind: request.request_kind.as_ref().unwrap_or(kind),
-        request_resource: request.request_resource.as_ref().unwrap_or(resource),
-        request_sub_resource: request.request_sub_resource.as_deref().unwrap_or(&request.sub_resource),
-        name: &request.name,
-        namespace: &request.namespace,
-        operation: review.operation(),
-        user_info: review.user_info(),
-        object: request.object.as_deref(),
-        old_object: request.old_object.as_deref(),
-        dry_run: review.dry_run(),
-        options: request.options.as_deref(),
-    };
+    let review = &review.0;
+    let outgoing = review.outgoing("6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f", review.request.object.as_deref());
     encode::request(ReviewVersion::V1, &outgoing)
 }

@@ -19,9 +19,6 @@ use tokio::sync::watch;
 
 use crate::config::equivalence::CustomResource;
 
-const RETRY_MIN: Duration = Duration::from_millis(250);
-const RETRY_MAX: Duration = Duration::from_secs(15);
-
 /// The multi-version custom resources, as they change.
 pub(crate) type Resources = watch::Receiver<Arc<Vec<CustomResource>>>;
 
@@ -47,25 +44,12 @@ impl Discovery {
 
     /// Waits until the CRDs have been listed once, at most `timeout`.
     pub(crate) async fn synced(&self, timeout: Duration) -> anyhow::Result<()> {
-        let mut synced = self.synced.subscribe();
-        let done =
-            tokio::time::timeout(timeout, async { synced.wait_for(|synced| *synced).await.is_ok() }).await;
-        match done {
-            Ok(true) => Ok(()),
-            _ => anyhow::bail!("could not list the CustomResourceDefinitions within {} s", timeout.as_secs()),
-        }
+        super::wait_synced(&self.synced, timeout, "the CustomResourceDefinitions").await
     }
 
     pub(crate) async fn run(self: Arc<Self>) {
-        let mut backoff = RETRY_MIN;
-        let mut seen: BTreeMap<String, CustomResource> = BTreeMap::new();
-        loop {
-            if self.watch_once(&mut seen).await {
-                backoff = RETRY_MIN;
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(RETRY_MAX);
-        }
+        let seen = tokio::sync::Mutex::new(BTreeMap::<String, CustomResource>::new());
+        super::keep_watching(|| async { self.watch_once(&mut *seen.lock().await).await }).await
     }
 
     async fn watch_once(&self, seen: &mut BTreeMap<String, CustomResource>) -> bool {

@@ -23,8 +23,6 @@ use crate::config::ConfigError;
 const EXTENSIONS: [&str; 3] = [".yaml", ".yml", ".json"];
 /// The Events API's limit on a note.
 const MAX_NOTE_BYTES: usize = 1024;
-const RETRY_MIN: Duration = Duration::from_millis(250);
-const RETRY_MAX: Duration = Duration::from_secs(15);
 
 /// One fleet ConfigMap as last seen.
 #[derive(Clone, Debug)]
@@ -69,32 +67,16 @@ impl Fleet {
 
     /// Waits until the ConfigMaps have been listed once, at most `timeout`.
     pub(crate) async fn synced(&self, timeout: Duration) -> anyhow::Result<()> {
-        let mut synced = self.synced.subscribe();
-        let done =
-            tokio::time::timeout(timeout, async { synced.wait_for(|synced| *synced).await.is_ok() }).await;
-        match done {
-            Ok(true) => Ok(()),
-            _ => anyhow::bail!(
-                "could not list the fleet ConfigMaps (namespace {:?}, selector {:?}) within {} s",
-                self.namespace,
-                self.selector,
-                timeout.as_secs()
-            ),
-        }
+        let what =
+            format!("the fleet ConfigMaps (namespace {:?}, selector {:?})", self.namespace, self.selector);
+        super::wait_synced(&self.synced, timeout, &what).await
     }
 
     /// Keeps the texts current forever; a failed watch starts again, with a full list, after a
     /// backoff.
     pub(crate) async fn run(self: Arc<Self>) {
-        let mut backoff = RETRY_MIN;
-        let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
-        loop {
-            if self.watch_once(&mut seen).await {
-                backoff = RETRY_MIN;
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(RETRY_MAX);
-        }
+        let seen = tokio::sync::Mutex::new(BTreeMap::<String, Seen>::new());
+        super::keep_watching(|| async { self.watch_once(&mut *seen.lock().await).await }).await
     }
 
     async fn watch_once(&self, seen: &mut BTreeMap<String, Seen>) -> bool {

@@ -20,9 +20,6 @@ use crate::config::selector::Labels;
 
 /// How long one live lookup of a namespace may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
-/// Backoff between failed watches: doubling from the first to the second.
-const RETRY_MIN: Duration = Duration::from_millis(250);
-const RETRY_MAX: Duration = Duration::from_secs(15);
 
 /// What a live lookup found: the labels, `None` for a namespace that does not exist, or why
 /// the API server could not be asked.
@@ -122,14 +119,7 @@ impl Namespaces {
     /// after a backoff, with a full list: only a completed list proves the cache current again
     /// (a resumed watch on a quiet cluster says nothing for minutes).
     pub(crate) async fn run(self: Arc<Self>) {
-        let mut backoff = RETRY_MIN;
-        loop {
-            if self.watch_once().await {
-                backoff = RETRY_MIN;
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(RETRY_MAX);
-        }
+        super::keep_watching(|| self.watch_once()).await
     }
 
     /// One list-and-watch until it fails. `true` if it completed a list first.

@@ -11,7 +11,7 @@ use super::budget::{Budget, Grant};
 use super::verdict;
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
-use crate::review::{encode, OutgoingRequest, Status, WebhookResponse};
+use crate::review::{encode, Status, WebhookResponse};
 use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
 
 /// What became of one attempt to call a webhook.
@@ -66,26 +66,7 @@ pub(crate) async fn call(
         Err(message) => return not_sent(Attempt::CallError(CallError::NoClient(message.clone()))),
     };
     let uid = uuid::Uuid::new_v4().to_string();
-    let request = &review.request;
-    let kind = review.kind();
-    let resource = review.resource();
-    let outgoing = OutgoingRequest {
-        uid: &uid,
-        kind,
-        resource,
-        sub_resource: &request.sub_resource,
-        request_kind: request.request_kind.as_ref().unwrap_or(kind),
-        request_resource: request.request_resource.as_ref().unwrap_or(resource),
-        request_sub_resource: request.request_sub_resource.as_deref().unwrap_or(&request.sub_resource),
-        name: &request.name,
-        namespace: &request.namespace,
-        operation: review.operation(),
-        user_info: review.user_info(),
-        object,
-        old_object: request.old_object.as_deref(),
-        dry_run: review.dry_run(),
-        options: request.options.as_deref(),
-    };
+    let outgoing = review.outgoing(&uid, object);
     let deadline = match budget.grant(hook.timeout, start) {
         Grant::Until(deadline) => deadline,
         Grant::Exhausted { left } => return not_sent(Attempt::OutOfBudget { left }),

@@ -4,7 +4,9 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, ReviewVersion};
+use super::{
+    AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, OutgoingRequest, ReviewVersion,
+};
 
 /// A decoded review whose request has every field the dispatcher relies on.
 #[derive(Clone, Debug)]
@@ -15,6 +17,30 @@ pub(crate) struct IncomingReview {
 }
 
 impl IncomingReview {
+    /// The request a webhook is sent for this review: a fresh `uid`, `object` as it stands
+    /// (for a mutating webhook, as patched so far), everything else as received.
+    pub(crate) fn outgoing<'a>(&'a self, uid: &'a str, object: Option<&'a RawValue>) -> OutgoingRequest<'a> {
+        let request = &self.request;
+        let (kind, resource) = (self.kind(), self.resource());
+        OutgoingRequest {
+            uid,
+            kind,
+            resource,
+            sub_resource: &request.sub_resource,
+            request_kind: request.request_kind.as_ref().unwrap_or(kind),
+            request_resource: request.request_resource.as_ref().unwrap_or(resource),
+            request_sub_resource: request.request_sub_resource.as_deref().unwrap_or(&request.sub_resource),
+            name: &request.name,
+            namespace: &request.namespace,
+            operation: self.operation(),
+            user_info: self.user_info(),
+            object,
+            old_object: request.old_object.as_deref(),
+            dry_run: self.dry_run(),
+            options: request.options.as_deref(),
+        }
+    }
+
     pub(crate) fn kind(&self) -> &GroupVersionKind {
         self.request.kind.as_ref().unwrap_or(&EMPTY_GVK)
     }

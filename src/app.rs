@@ -86,6 +86,8 @@ impl Running {
 /// the configuration (refusing to start on any error), then starts the admission listener and
 /// the reload task. The admission endpoints never answer from an unloaded configuration.
 pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
+    // The metrics recorder, before anything records.
+    crate::server::metrics::webhooks::handle();
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
     // Shutting down cancels the shadow calls in flight: they never hold it up.

@@ -1,5 +1,9 @@
-//! The gateway's metrics, rendered in the Prometheus text format. A minimal registry for now:
-//! reviews, refused requests, configuration generation and reload failures.
+//! The gateway's metrics, rendered in the Prometheus text format: the counters and gauges
+//! kept here (reviews, refused requests, configuration generation, reloads), then everything
+//! recorded through the `metrics` facade ([`webhooks`]: per-webhook families, shadow results,
+//! match conditions).
+
+pub(crate) mod webhooks;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,7 +47,7 @@ impl Metrics {
     }
 
     pub(crate) fn render(&self, snapshot: &Snapshot) -> String {
-        let mut out = String::new();
+        let mut out = webhooks::handle().render();
         out.push_str(
             "# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n",
         );

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::body::{self, ReadError, MAX_REVIEW_BYTES};
+use super::metrics::webhooks;
 use super::{ExplainedReview, State};
 use crate::explain::Explanation;
 use crate::pipeline::budget::Budget;
@@ -104,6 +105,7 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         }
     };
     drop(body);
+    let abandoned = webhooks::Abandoned::armed();
     // One load per review: every stage sees the same configuration even if a reload lands.
     let snapshot = state.live.load_full();
     let budget = Budget::new(received, timeout, &snapshot.settings);
@@ -146,6 +148,8 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         );
     });
     state.metrics.review(stage, &outcome);
+    webhooks::record(&outcome, review.operation().as_str(), received.elapsed());
+    abandoned.answered();
     let body = encode::answer(review.version, &request.uid, answer);
     if let Some(explained) = &state.explained {
         let _ = explained.send(ExplainedReview { stage, uid: request.uid.clone(), outcome });

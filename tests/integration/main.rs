@@ -19,6 +19,7 @@ mod faults;
 mod loadtest_mock;
 mod match_conditions;
 mod matching;
+mod metrics;
 mod modes;
 mod mutating;
 mod readiness;

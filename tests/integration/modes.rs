@@ -3,15 +3,14 @@
 //! stable share of objects; a warn-mode denial becomes a warning.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::support::binary::{run, text, write};
 use crate::support::fixtures::{self, POD_CREATE, POD_UPDATE};
+use crate::support::prometheus;
 use crate::support::{
     eventually, mutating, reply, validating, webhook, webhook_at, Fleet, MockWebhook, TestGateway,
 };
@@ -20,47 +19,18 @@ const MODE: &str = "admission-gateway/mode";
 const PERCENT: &str = "admission-gateway/canary-percent";
 
 // ---------------------------------------------------------------------------------------------
-// The metrics the gateway emits, read through a recorder installed once for the test binary.
+// The metrics the gateway emits, scraped from its /metrics. The registry is the process's, so
+// each test reads the series of its own webhooks (their names are unique to the test).
 
-/// Counter values by name and sorted labels, accumulated over snapshots (a snapshot resets
-/// the recorder's counters, and tests run concurrently: each reads its own webhook's labels).
 type Labels = Vec<(String, String)>;
-type Counters = (Snapshotter, Mutex<HashMap<(String, Labels), u64>>);
 
-fn counters() -> &'static Counters {
-    static COUNTERS: OnceLock<Counters> = OnceLock::new();
-    COUNTERS.get_or_init(|| {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        recorder.install().expect("the only metrics recorder of the test binary");
-        (snapshotter, Mutex::new(HashMap::new()))
-    })
-}
-
-/// Installs the recorder before the gateway emits anything.
-fn record_metrics() {
-    counters();
-}
-
-/// The counter `name` for this webhook, labels other than `webhook` → value.
-fn counted(name: &str, webhook: &str) -> Vec<(Labels, u64)> {
-    let (snapshotter, seen) = counters();
-    let mut seen = seen.lock().unwrap();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if let DebugValue::Counter(value) = value {
-            let mut labels: Labels =
-                key.key().labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
-            labels.sort();
-            *seen.entry((key.key().name().to_owned(), labels)).or_default() += value;
-        }
-    }
-    let mut found: Vec<_> = seen
-        .iter()
-        .filter(|((metric, labels), _)| {
-            metric == name && labels.iter().any(|(k, v)| k == "webhook" && v == webhook)
-        })
-        .map(|((_, labels), value)| {
-            (labels.iter().filter(|(k, _)| k != "webhook").cloned().collect::<Vec<_>>(), *value)
+/// The counter `name` for this webhook: labels other than `webhook` → value.
+async fn counted(gateway: &TestGateway, name: &str, webhook: &str) -> Vec<(Labels, u64)> {
+    let (_, text) = gateway.admin_get("/metrics").await;
+    let mut found: Vec<_> = prometheus::matching(&text, name, &[("webhook", webhook)])
+        .into_iter()
+        .map(|(labels, value)| {
+            (labels.into_iter().filter(|(k, _)| k != "webhook").collect::<Labels>(), value as u64)
         })
         .collect();
     found.sort();
@@ -68,8 +38,9 @@ fn counted(name: &str, webhook: &str) -> Vec<(Labels, u64)> {
 }
 
 /// `result/disagreement` → count of this webhook's shadow results.
-fn shadow_results(webhook: &str) -> HashMap<String, u64> {
-    counted("admission_gateway_shadow_results_total", webhook)
+async fn shadow_results(gateway: &TestGateway, webhook: &str) -> HashMap<String, u64> {
+    counted(gateway, "admission_gateway_shadow_results_total", webhook)
+        .await
         .into_iter()
         .map(|(labels, value)| {
             let label = |name: &str| labels.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap();
@@ -79,14 +50,18 @@ fn shadow_results(webhook: &str) -> HashMap<String, u64> {
 }
 
 /// Waits (up to 10 s) until this webhook's shadow results are `expected`.
-async fn expect_results(webhook: &str, expected: &[(&str, u64)]) {
+async fn expect_results(gateway: &TestGateway, webhook: &str, expected: &[(&str, u64)]) {
     let expected: HashMap<String, u64> = expected.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
     let reached = eventually(Duration::from_secs(10), || {
         let expected = expected.clone();
-        async move { shadow_results(webhook) == expected }
+        async move { shadow_results(gateway, webhook).await == expected }
     })
     .await;
-    assert!(reached, "{webhook}: expected {expected:?}, counted {:?}", shadow_results(webhook));
+    assert!(
+        reached,
+        "{webhook}: expected {expected:?}, counted {:?}",
+        shadow_results(gateway, webhook).await
+    );
 }
 
 /// A pod review named `name` (UPDATE: the name decides the canary side).
@@ -102,7 +77,6 @@ fn pod_named(name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_shadow_webhook_does_not_delay_the_answer() {
-    record_metrics();
     let delay = Duration::from_secs(3);
     let slow = MockWebhook::denying("too late to matter").after(delay).spawn().await;
     let enforced = MockWebhook::allowing().spawn().await;
@@ -123,12 +97,11 @@ async fn a_slow_shadow_webhook_does_not_delay_the_answer() {
         "the shadow was called"
     );
     // Once it answers, its denial is compared with the decision (allowed).
-    expect_results("shadow.slow.example.com", &[("disagree/would_deny", 1)]).await;
+    expect_results(&gateway, "shadow.slow.example.com", &[("disagree/would_deny", 1)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denying_shadow_webhook_does_not_deny_and_results_are_compared_with_the_decision() {
-    record_metrics();
     let deny = MockWebhook::denying("no").spawn().await;
     let allow = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::start(Fleet::of([validating(
@@ -143,9 +116,10 @@ async fn a_denying_shadow_webhook_does_not_deny_and_results_are_compared_with_th
     assert!(answer.allowed(), "{}", answer.body);
     assert!(answer.warnings().is_empty(), "{:?}", answer.warnings());
     assert!(answer.annotation_keys().is_empty(), "{:?}", answer.annotation_keys());
-    expect_results("deny.compare.example.com", &[("disagree/would_deny", 1)]).await;
-    expect_results("allow.compare.example.com", &[("agree/", 1)]).await;
-    let labels = &counted("admission_gateway_shadow_results_total", "allow.compare.example.com")[0].0;
+    expect_results(&gateway, "deny.compare.example.com", &[("disagree/would_deny", 1)]).await;
+    expect_results(&gateway, "allow.compare.example.com", &[("agree/", 1)]).await;
+    let labels =
+        &counted(&gateway, "admission_gateway_shadow_results_total", "allow.compare.example.com").await[0].0;
     for label in [("configuration", "shadowed"), ("type", "validating"), ("mode", "shadow")] {
         assert!(labels.contains(&(label.0.to_owned(), label.1.to_owned())), "{label:?} not in {labels:?}");
     }
@@ -153,7 +127,6 @@ async fn a_denying_shadow_webhook_does_not_deny_and_results_are_compared_with_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shadow_webhook_that_would_allow_a_denied_request_is_counted() {
-    record_metrics();
     let deny = MockWebhook::denying("enforced no").spawn().await;
     let allow = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::start(Fleet::of([
@@ -169,12 +142,11 @@ async fn a_shadow_webhook_that_would_allow_a_denied_request_is_counted() {
         answer.message(),
         r#"admission webhook "deny.would-allow.example.com" denied the request: enforced no"#
     );
-    expect_results("allow.would-allow.example.com", &[("disagree/would_allow", 1)]).await;
+    expect_results(&gateway, "allow.would-allow.example.com", &[("disagree/would_allow", 1)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_shadow_webhook_does_not_fail_the_request_even_under_failure_policy_fail() {
-    record_metrics();
     let refused_url = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("https://{}/webhook", listener.local_addr().unwrap())
@@ -194,13 +166,12 @@ async fn a_failing_shadow_webhook_does_not_fail_the_request_even_under_failure_p
 
     assert!(answer.allowed(), "{}", answer.body);
     assert!(answer.annotation_keys().is_empty(), "no failed-open annotation: {:?}", answer.annotation_keys());
-    expect_results("refused.failing.example.com", &[("error/", 1)]).await;
-    expect_results("broken.failing.example.com", &[("error/", 1)]).await;
+    expect_results(&gateway, "refused.failing.example.com", &[("error/", 1)]).await;
+    expect_results(&gateway, "broken.failing.example.com", &[("error/", 1)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_patching_shadow_mutating_webhook_does_not_patch_and_later_webhooks_do_not_see_its_patch() {
-    record_metrics();
     let shadow =
         MockWebhook::patching(json!([{"op": "add", "path": "/metadata/labels/shadowed", "value": "yes"}]))
             .spawn()
@@ -221,13 +192,12 @@ async fn a_patching_shadow_mutating_webhook_does_not_patch_and_later_webhooks_do
     let keys = answer.annotation_keys();
     assert!(keys.iter().all(|k| !k.ends_with("round_0_index_0")), "the shadow left an annotation: {keys:?}");
     assert_eq!(later.only_request().label("shadowed"), None, "the later webhook saw the shadow's patch");
-    expect_results("patch.shadow.example.com", &[("disagree/would_mutate", 1)]).await;
+    expect_results(&gateway, "patch.shadow.example.com", &[("disagree/would_mutate", 1)]).await;
     assert_eq!(shadow.calls(), 1, "a shadow webhook is never reinvoked");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_calls_beyond_the_in_flight_limit_are_dropped_and_counted() {
-    record_metrics();
     let slow = MockWebhook::slow(Duration::from_secs(2)).spawn().await;
     let gateway = TestGateway::start(
         Fleet::of([
@@ -241,13 +211,12 @@ async fn shadow_calls_beyond_the_in_flight_limit_are_dropped_and_counted() {
         assert!(gateway.validate(&fixtures::review(POD_CREATE)).await.allowed());
     }
 
-    expect_results("slow.limit.example.com", &[("dropped/", 2), ("agree/", 1)]).await;
+    expect_results(&gateway, "slow.limit.example.com", &[("dropped/", 2), ("agree/", 1)]).await;
     assert_eq!(slow.calls(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_cancels_shadow_calls_in_flight() {
-    record_metrics();
     let delay = Duration::from_millis(1500);
     let slow = MockWebhook::denying("no").after(delay).spawn().await;
     let gateway = TestGateway::start(Fleet::of([validating(
@@ -259,13 +228,19 @@ async fn shutdown_cancels_shadow_calls_in_flight() {
     assert!(gateway.validate(&fixtures::review(POD_CREATE)).await.allowed());
     assert!(eventually(Duration::from_secs(1), || async { slow.calls() == 1 }).await);
 
+    // A second gateway of this process to read the (process-wide) registry once the first is gone.
+    let observer = TestGateway::start(Fleet::of([validating(
+        "observer",
+        [webhook("observer.shutdown.example.com", &slow)],
+    )]))
+    .await;
     let started = Instant::now();
     gateway.shutdown().await;
 
     assert!(started.elapsed() < delay, "shutdown waited for the shadow call: {:?}", started.elapsed());
     // Had the call gone on, its answer would have been compared and counted by now.
     tokio::time::sleep(delay + Duration::from_millis(1000)).await;
-    assert_eq!(shadow_results("slow.shutdown.example.com"), HashMap::new());
+    assert_eq!(shadow_results(&observer, "slow.shutdown.example.com").await, HashMap::new());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +280,6 @@ async fn a_canary_is_enforced_for_a_stable_share_of_objects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_at_0_percent_is_only_shadowed_and_at_100_always_enforced() {
-    record_metrics();
     let never = MockWebhook::denying("no").spawn().await;
     let always = MockWebhook::denying("no").spawn().await;
     let gateway = TestGateway::start(Fleet::of([
@@ -328,10 +302,11 @@ async fn a_canary_at_0_percent_is_only_shadowed_and_at_100_always_enforced() {
     }
 
     // The shadowed side is compared with the decision, labelled canary.
-    expect_results("zero.canary.example.com", &[("agree/", 5)]).await;
-    let labels = &counted("admission_gateway_shadow_results_total", "zero.canary.example.com")[0].0;
+    expect_results(&gateway, "zero.canary.example.com", &[("agree/", 5)]).await;
+    let labels =
+        &counted(&gateway, "admission_gateway_shadow_results_total", "zero.canary.example.com").await[0].0;
     assert!(labels.contains(&("mode".to_owned(), "canary".to_owned())), "{labels:?}");
-    assert!(shadow_results("hundred.canary.example.com").is_empty());
+    assert!(shadow_results(&gateway, "hundred.canary.example.com").await.is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +314,6 @@ async fn a_canary_at_0_percent_is_only_shadowed_and_at_100_always_enforced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warn_mode_denial_becomes_a_warning() {
-    record_metrics();
     let deny = MockWebhook::denying("image tag is mutable").spawn().await;
     let gateway =
         TestGateway::start(Fleet::of([
@@ -356,7 +330,10 @@ async fn a_warn_mode_denial_becomes_a_warning() {
             r#"admission-gateway warn mode: admission webhook "tags.warn.example.com" denied the request: image tag is mutable"#
         ]
     );
-    assert_eq!(counted("admission_gateway_warn_denials_total", "tags.warn.example.com")[0].1, 1);
+    assert_eq!(
+        counted(&gateway, "admission_gateway_warn_denials_total", "tags.warn.example.com").await[0].1,
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

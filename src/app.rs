@@ -88,6 +88,7 @@ impl Running {
 pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     // The metrics recorder, before anything records.
     crate::server::metrics::webhooks::handle();
+    crate::server::metrics::count_panics();
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
     // Shutting down cancels the shadow calls in flight: they never hold it up.

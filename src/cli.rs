@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::app::{self, ServeOptions};
+use crate::logging::LogFormat;
 use crate::pipeline::Stage;
 
 /// One admission webhook in front of a Kubernetes webhook fleet, deciding exactly as
@@ -23,6 +24,25 @@ use crate::pipeline::Stage;
 pub struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Log lines as `json` (one object a line; the default for `serve`) or `text` (the
+    /// default for the other commands).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    log_format: Option<LogFormat>,
+    /// Which log lines: an EnvFilter directive such as `info`, `debug` or
+    /// `admission_gateway=debug,kube=warn` (RUST_LOG wins when set).
+    #[arg(long, global = true, default_value = "info", value_name = "LEVEL")]
+    log_level: String,
+}
+
+impl Cli {
+    /// Sets up logging as the flags say; keep the guard until the process ends.
+    pub fn init_logging(&self) -> Result<crate::logging::LogGuard, String> {
+        let format = self.log_format.unwrap_or(match self.command {
+            Command::Serve(_) => LogFormat::Json,
+            _ => LogFormat::Text,
+        });
+        crate::logging::init(format, &self.log_level)
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -48,6 +48,7 @@ pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod explain;
 pub(crate) mod go;
+pub mod logging;
 pub(crate) mod match_conditions;
 pub mod patch;
 pub(crate) mod pipeline;

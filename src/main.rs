@@ -1,4 +1,4 @@
-//! The `admission-gateway` binary: parse the command line, set up logging, run. No logic.
+//! The `admission-gateway` binary: parse the command line, set up logging (`logging.rs`), run. No logic.
 
 use clap::Parser as _;
 
@@ -9,13 +9,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     let cli = admission_gateway::cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
+    // Kept to the end: dropping it flushes the queued log lines.
+    let _logs = match cli.init_logging() {
+        Ok(guard) => guard,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     admission_gateway::cli::run(cli)
 }

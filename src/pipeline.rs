@@ -343,7 +343,7 @@ impl<'r> Review<'r> {
             }
             Err(status) => {
                 let message = status.message.clone().unwrap_or_default();
-                tracing::warn!(webhook = %hook.name, phase = phase.as_str(), "request rejected: {message}");
+                tracing::warn!(webhook = %hook.name, phase = phase.as_str(), "request rejected: {}", crate::logging::Untrusted(&message));
                 self.explanation.record(|| Step::NotCalled {
                     phase,
                     configuration: hook.configuration.clone(),

@@ -245,6 +245,7 @@ impl fmt::Display for ShadowReport {
 impl ShadowReport {
     /// Counts the result and logs a disagreement (names, uid, words and paths only).
     fn emit(&self, uid: &str) {
+        let uid = crate::logging::Untrusted(uid);
         let (result, disagreement) = self.result.labels();
         metrics::counter!(
             RESULTS_METRIC,
@@ -260,7 +261,7 @@ impl ShadowReport {
             ShadowResult::Disagree(_) => tracing::info!(
                 webhook = %self.hook.name,
                 configuration = %self.hook.configuration,
-                uid,
+                %uid,
                 mode = self.mode.as_str(),
                 result,
                 kind = disagreement,
@@ -268,10 +269,10 @@ impl ShadowReport {
                 "shadow webhook disagrees with the decision"
             ),
             ShadowResult::Error(reason) => tracing::debug!(
-                webhook = %self.hook.name, uid, mode = self.mode.as_str(), reason, "shadow webhook call failed"
+                webhook = %self.hook.name, %uid, mode = self.mode.as_str(), reason, "shadow webhook call failed"
             ),
             ShadowResult::Dropped => tracing::debug!(
-                webhook = %self.hook.name, uid, mode = self.mode.as_str(), "shadow call dropped: in-flight limit reached"
+                webhook = %self.hook.name, %uid, mode = self.mode.as_str(), "shadow call dropped: in-flight limit reached"
             ),
             ShadowResult::Agree => {}
         }

@@ -121,8 +121,38 @@ impl Metrics {
             "admission_gateway_config_reloads_total{{result=\"failure\"}} {}",
             self.reload_failures.load(Ordering::Relaxed)
         );
+        for (name, help, value) in [
+            (
+                "admission_gateway_panics_total",
+                "Panics caught in the process's tasks (each one a bug; the task's connection was closed).",
+                PANICS.load(Ordering::Relaxed),
+            ),
+            (
+                "admission_gateway_log_lines_dropped_total",
+                "Log lines dropped because standard error fell behind the writer queue.",
+                crate::logging::dropped_lines(),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
+        }
         out
     }
+}
+
+/// Panics seen by the process's panic hook ([`count_panics`]).
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts every panic (then reports it as before). A panic in a connection's task ends that
+/// task and closes its connection; the process goes on, and the counter tells someone.
+pub(crate) fn count_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::Relaxed);
+            report(info);
+        }));
+    });
 }
 
 fn stage_index(stage: Stage) -> usize {
@@ -188,5 +218,21 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("admission_gateway_reviews_total{stage=\"admit\""), "{text}");
+    }
+
+    #[test]
+    fn panics_are_counted_and_shown() {
+        count_panics();
+        let before = PANICS.load(Ordering::Relaxed);
+        let crashed = std::thread::spawn(|| panic!("a deliberate panic in a test thread")).join();
+        assert!(crashed.is_err());
+        assert!(PANICS.load(Ordering::Relaxed) > before);
+        let text = Metrics::default().render(&Snapshot::empty());
+        let shown = text
+            .lines()
+            .find_map(|line| line.strip_prefix("admission_gateway_panics_total "))
+            .and_then(|value| value.parse::<u64>().ok())
+            .unwrap_or(0);
+        assert!(shown > before, "{text}");
     }
 }

@@ -164,7 +164,7 @@ async fn serve_answers_a_review_over_plain_http() {
     ]);
 
     let address =
-        server.logged("serving", "address=").await.expect("a \"serving\" line with address= within 10 s");
+        server.logged("serving", "address").await.expect("a \"serving\" line with address= within 10 s");
     let request = http::Request::post(format!("http://{address}/validate"))
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(fixtures::review(POD_CREATE).to_string())))

@@ -176,7 +176,7 @@ async fn serve_listens_on_a_name() {
         "localhost:0",
     ]);
 
-    let address = served.logged("serving", "address=").await;
+    let address = served.logged("serving", "address").await;
     assert!(served.is_running(), "a name is a valid listen address");
     let address = address.expect("serving");
     assert!(address.starts_with("127.0.0.1:") || address.starts_with("[::1]:"), "{address}");

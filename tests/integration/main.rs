@@ -17,6 +17,7 @@ mod equivalence;
 mod failure_policy;
 mod faults;
 mod loadtest_mock;
+mod logs;
 mod match_conditions;
 mod matching;
 mod metrics;

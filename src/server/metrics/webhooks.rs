@@ -121,8 +121,8 @@ fn webhook_type(phase: Phase) -> &'static str {
 }
 
 /// Records every webhook of one answered review. `elapsed` is the review's whole time in the
-/// gateway, from the request received to the answer encoded.
-pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Duration) {
+/// gateway, from the request received to the answer encoded. Returns the gateway's own share.
+pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Duration) -> Duration {
     let (mut sequential, mut concurrent) = (Duration::ZERO, Duration::ZERO);
     for call in &outcome.calls {
         let name = call.hook.name.clone();
@@ -167,9 +167,9 @@ pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Durati
     }
     // The gateway's own share: the whole review less the time spent waiting for webhooks (the
     // mutating chain's calls one after another, the validating ones side by side).
-    let waited = sequential + concurrent;
-    metrics::histogram!("admission_gateway_review_gateway_seconds")
-        .record(elapsed.saturating_sub(waited).as_secs_f64());
+    let in_gateway = elapsed.saturating_sub(sequential + concurrent);
+    metrics::histogram!("admission_gateway_review_gateway_seconds").record(in_gateway.as_secs_f64());
+    in_gateway
 }
 
 /// Counts a review whose caller went away before the answer: hyper drops the request's

@@ -43,11 +43,12 @@ pub struct Served {
 }
 
 impl Served {
-    /// Starts `admission-gateway ARGS…` logging at info.
+    /// Starts `admission-gateway ARGS…` with its default logging (for `serve`: JSON lines at
+    /// info).
     pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Self {
         let mut child = Command::new(BINARY)
             .args(args)
-            .env("RUST_LOG", "info")
+            .env_remove("RUST_LOG")
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -63,8 +64,25 @@ impl Served {
         Self { child, lines: Arc::new(Mutex::new(lines)) }
     }
 
-    /// The value of `field=` on the next log line containing `marker`, waiting at most 10 s.
+    /// The value of `field` on the next JSON log line whose message contains `marker`,
+    /// waiting at most 10 s.
     pub async fn logged(&self, marker: &'static str, field: &'static str) -> Option<String> {
+        let line = self
+            .next_line(move |line| line["fields"]["message"].as_str()?.contains(marker).then_some(()))
+            .await?;
+        match &line["fields"][field] {
+            serde_json::Value::String(text) => Some(text.clone()),
+            serde_json::Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    }
+
+    /// The next standard-error line that is a JSON object `accept` takes, waiting at most
+    /// 10 s. Lines before it are consumed.
+    pub async fn next_line(
+        &self,
+        accept: impl Fn(&serde_json::Value) -> Option<()> + Send + 'static,
+    ) -> Option<serde_json::Value> {
         let lines = self.lines.clone();
         tokio::task::spawn_blocking(move || {
             let lines = lines.lock().unwrap();
@@ -72,10 +90,32 @@ impl Served {
             loop {
                 let left = deadline.checked_duration_since(std::time::Instant::now())?;
                 let line = lines.recv_timeout(left).ok()?;
-                if line.contains(marker) {
-                    return line.split_whitespace().find_map(|f| f.strip_prefix(field)).map(str::to_owned);
+                let Ok(json) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    panic!("a log line that is not one JSON object: {line:?}");
+                };
+                if accept(&json).is_some() {
+                    return Some(json);
                 }
             }
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Every standard-error line received within `wait`, raw.
+    pub async fn drain_lines(&self, wait: Duration) -> Vec<String> {
+        let lines = self.lines.clone();
+        tokio::task::spawn_blocking(move || {
+            let lines = lines.lock().unwrap();
+            let deadline = std::time::Instant::now() + wait;
+            let mut out = Vec::new();
+            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+                match lines.recv_timeout(left) {
+                    Ok(line) => out.push(line),
+                    Err(_) => break,
+                }
+            }
+            out
         })
         .await
         .unwrap()

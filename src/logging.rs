@@ -1,0 +1,122 @@
+//! Logs: `tracing` events to standard error, one JSON object a line (the default for `serve`)
+//! or plain text, at `--log-level` (an `EnvFilter` directive; `RUST_LOG` wins when set).
+//!
+//! Lines are handed to a writer thread of their own through a bounded queue, so a slow
+//! standard error (a full pipe, a stalled log shipper) never holds up a review; beyond the
+//! queue lines are dropped and counted (`admission_gateway_log_lines_dropped_total`).
+//!
+//! Every value that comes from a request and reaches a log line goes through [`Untrusted`]:
+//! control characters escaped, at most [`UNTRUSTED_MAX_BYTES`] kept. Objects, patches and
+//! bodies never reach a log line at all (Secrets pass through admission).
+
+use std::fmt::{self, Write as _};
+use std::sync::OnceLock;
+
+use clap::ValueEnum;
+use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
+use tracing_subscriber::EnvFilter;
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object a line: `timestamp`, `level`, `fields` (with `message`), `target`,
+    /// `span` and `spans`.
+    Json,
+    /// For people at a terminal.
+    Text,
+}
+
+/// Lines queued for the writer thread at most; beyond, dropped and counted.
+const QUEUED_LINES: usize = 16_384;
+
+/// The dropped-lines counter of the process's writer, once logging is set up.
+static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
+
+/// Keeps the writer thread; dropping it flushes the queued lines.
+#[must_use = "dropping the guard stops the log writer"]
+pub struct LogGuard(#[allow(dead_code)] WorkerGuard);
+
+/// Sets up the process's subscriber. `level` is an `EnvFilter` directive (`info`,
+/// `admission_gateway=debug,kube=warn`…), overridden by `RUST_LOG` when that is set.
+pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.is_empty() => {
+            EnvFilter::try_new(&directives).map_err(|error| format!("RUST_LOG {directives:?}: {error}"))?
+        }
+        _ => EnvFilter::try_new(level).map_err(|error| format!("--log-level {level:?}: {error}"))?,
+    };
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(QUEUED_LINES)
+        .finish(std::io::stderr());
+    let _ = DROPPED.set(writer.error_counter());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    let installed = match format {
+        LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).try_init(),
+        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init(),
+    };
+    installed.map_err(|error| format!("cannot set up logging: {error}"))?;
+    Ok(LogGuard(guard))
+}
+
+/// Log lines dropped because the writer thread fell behind.
+pub(crate) fn dropped_lines() -> u64 {
+    DROPPED.get().map_or(0, |counter| counter.dropped_lines() as u64)
+}
+
+/// Bytes of an untrusted value kept in a log line.
+pub(crate) const UNTRUSTED_MAX_BYTES: usize = 256;
+
+/// A value from a request (uid, name, namespace, a decode error quoting the input…) as it may
+/// appear in a log line: control characters escaped Rust-style (`\n`, `\u{1b}`), cut after
+/// [`UNTRUSTED_MAX_BYTES`] with `…(+N bytes)`, so no request can forge a line or flood the
+/// log.
+pub(crate) struct Untrusted<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Untrusted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0;
+        let mut end = text.len().min(UNTRUSTED_MAX_BYTES);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        for c in text[..end].chars() {
+            if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        if end < text.len() {
+            write!(f, "…(+{} bytes)", text.len() - end)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Untrusted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_values_cannot_forge_lines_or_flood_the_log() {
+        let forged = "web\n2026-01-01T00:00:00Z  INFO admission_gateway: review allowed\r\x1b[31m";
+        let shown = Untrusted(forged).to_string();
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert_eq!(shown, "web\\n2026-01-01T00:00:00Z  INFO admission_gateway: review allowed\\r\\u{1b}[31m");
+
+        let huge = "é".repeat(1024 * 1024);
+        let shown = Untrusted(&huge).to_string();
+        assert!(shown.len() < UNTRUSTED_MAX_BYTES + 32, "{} bytes", shown.len());
+        assert!(shown.ends_with(&format!("…(+{} bytes)", huge.len() - UNTRUSTED_MAX_BYTES)), "{shown}");
+
+        assert_eq!(Untrusted("kube-system").to_string(), "kube-system");
+        assert_eq!(Untrusted("").to_string(), "");
+    }
+}

@@ -35,8 +35,36 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// TCP connect limit (the request deadline applies as well).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-type HttpsClient =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type HttpsClient = hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Counted>, Full<Bytes>>;
+
+/// The TCP connector, counting each connection it opens by upstream `host:port`
+/// (`admission_gateway_upstream_connections_total`): a count climbing with steady traffic
+/// means connections are not being reused (an upstream closing them, a pool too small).
+#[derive(Clone)]
+struct Counted(HttpConnector);
+
+impl tower_service::Service<http::Uri> for Counted {
+    type Response = <HttpConnector as tower_service::Service<http::Uri>>::Response;
+    type Error = <HttpConnector as tower_service::Service<http::Uri>>::Error;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let host = uri.authority().map_or_else(String::new, |a| a.as_str().to_owned());
+        let connecting = self.0.call(uri);
+        Box::pin(async move {
+            let connected = connecting.await;
+            let result = if connected.is_ok() { "opened" } else { "failed" };
+            metrics::counter!("admission_gateway_upstream_connections_total", "host" => host, "result" => result)
+                .increment(1);
+            connected
+        })
+    }
+}
 
 /// A pooled HTTPS client for one client configuration. Cheap to clone.
 #[derive(Clone)]
@@ -106,10 +134,11 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    tcp.set_nodelay(true);
+    tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    let http = Counted(tcp);
     // kube-apiserver forces HTTP/1.1 for webhooks (§7.1); `enable_http1` offers only it by ALPN.
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls.clone())

@@ -75,9 +75,28 @@ pub(crate) async fn call(
     let timeout =
         upstream::timeout_param(deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)));
     let sent = Sent { uid: &uid, version, mutating };
+    let _in_flight = InFlight::enter(&hook.name);
     let attempt = match client.call(&hook.url, &timeout, body, deadline, &sent).await {
         Ok(response) => Attempt::Answered(response),
         Err(error) => Attempt::CallError(error),
     };
     Called { attempt, timeout: Some(timeout), latency: start.elapsed() }
+}
+
+/// `admission_gateway_webhook_in_flight{webhook}`: calls sent and not yet answered, held by a
+/// guard so a call dropped half-way (its review abandoned) is taken off as well.
+struct InFlight(metrics::Gauge);
+
+impl InFlight {
+    fn enter(webhook: &str) -> Self {
+        let gauge = metrics::gauge!("admission_gateway_webhook_in_flight", "webhook" => webhook.to_owned());
+        gauge.increment(1.0);
+        InFlight(gauge)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
 }

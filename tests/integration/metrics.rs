@@ -202,6 +202,13 @@ async fn a_review_whose_caller_goes_away_is_counted_as_abandoned() {
 
     // The client gives up (the connection closes) while the webhook is still thinking.
     let review = fixtures::review(POD_CREATE);
+    let in_flight = |text: &str| {
+        total(
+            text,
+            "admission_gateway_webhook_in_flight",
+            &[("webhook", "slow.abandoned.metrics.example.com")],
+        )
+    };
     let gave_up = tokio::time::timeout(Duration::from_millis(300), gateway.validate(&review)).await;
     assert!(gave_up.is_err(), "the review was answered before the webhook did");
 
@@ -210,4 +217,44 @@ async fn a_review_whose_caller_goes_away_is_counted_as_abandoned() {
     })
     .await;
     assert!(counted, "{}", scrape(&gateway).await);
+    // The abandoned call is no longer in flight.
+    assert_eq!(in_flight(&scrape(&gateway).await), 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_and_connections_opened_are_counted_per_webhook() {
+    let slow = MockWebhook::slow(Duration::from_millis(600)).spawn().await;
+    let gateway = TestGateway::validating([webhook("slow.inflight.metrics.example.com", &slow)]).await;
+    let host = slow.url().trim_start_matches("https://").split('/').next().unwrap().to_owned();
+    let in_flight = |text: &str| {
+        total(
+            text,
+            "admission_gateway_webhook_in_flight",
+            &[("webhook", "slow.inflight.metrics.example.com")],
+        )
+    };
+
+    let review = fixtures::review(POD_CREATE);
+    let (answers, during) = tokio::join!(
+        async { futures_util::future::join_all((0..3).map(|_| gateway.validate(&review))).await },
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            in_flight(&scrape(&gateway).await)
+        }
+    );
+    assert!(answers.iter().all(|answer| answer.allowed()));
+    assert_eq!(during, 3.0, "three calls in flight half-way");
+    assert_eq!(in_flight(&scrape(&gateway).await), 0.0);
+
+    // Three concurrent calls opened three connections; three more one after another reuse them.
+    for _ in 0..3 {
+        assert!(gateway.validate(&review).await.allowed());
+    }
+    let text = scrape(&gateway).await;
+    let opened = total(
+        &text,
+        "admission_gateway_upstream_connections_total",
+        &[("host", &host), ("result", "opened")],
+    );
+    assert_eq!(opened, 3.0, "{host}: {text}");
 }

@@ -99,6 +99,14 @@ fn describe() {
         "Time per review spent in the gateway itself: the whole review less the time waiting for webhooks."
     );
     describe_counter!(
+        "admission_gateway_upstream_connections_total",
+        "TCP connections to webhooks, by host:port and result (opened, failed)."
+    );
+    metrics::describe_gauge!(
+        "admission_gateway_webhook_in_flight",
+        "Calls sent to a webhook and not yet answered (shadow calls included), by webhook."
+    );
+    describe_counter!(
         "admission_gateway_reviews_abandoned_total",
         "Reviews whose caller closed the connection before the answer."
     );

@@ -23,6 +23,7 @@ mod matching;
 mod metrics;
 mod modes;
 mod mutating;
+mod prometheus;
 mod readiness;
 mod registration;
 mod reload_and_tls;

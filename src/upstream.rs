@@ -5,9 +5,10 @@
 //! every webhook with that configuration and across configuration reloads, so kept-alive TLS
 //! connections survive both.
 
+pub(crate) mod breaker;
 pub(crate) mod error;
 mod verify;
-mod x509;
+pub(crate) mod x509;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -84,6 +85,8 @@ impl std::fmt::Debug for Client {
 #[derive(Default)]
 pub(crate) struct Clients {
     by_ca_bundle: Mutex<HashMap<Option<Vec<u8>>, Client>>,
+    /// Each webhook's breaker (fast failure), kept across reloads like the clients.
+    pub(crate) breakers: breaker::Breakers,
 }
 
 impl Clients {

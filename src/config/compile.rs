@@ -88,6 +88,10 @@ pub(crate) struct Hook {
     /// Permits for its shadow calls in flight (`shadowInFlightLimit`); beyond them a shadow
     /// call is dropped and counted. Per webhook of one loaded configuration.
     pub(crate) shadow_slots: Arc<tokio::sync::Semaphore>,
+    /// Fast failure (`upstream/breaker.rs`): its breaker, shared with the same webhook of
+    /// earlier and later configurations, and the GatewayConfig's policy for it.
+    pub(crate) breaker: Arc<crate::upstream::breaker::Breaker>,
+    pub(crate) breaker_policy: crate::upstream::breaker::Policy,
 }
 
 /// One compiled `matchConditions` entry.
@@ -380,6 +384,7 @@ fn compile(
             let position = list.len();
             let mut hook = compile_hook(config, webhook, id, position, clients);
             hook.shadow_slots = Arc::new(tokio::sync::Semaphore::new(settings.shadow_in_flight_limit));
+            hook.breaker_policy = settings.breaker;
             if webhook.match_policy.as_deref() == Some("Equivalent") {
                 hook.equivalence = Some(equivalence.clone());
             }
@@ -446,6 +451,7 @@ fn compile_hook(
             })
         })
         .collect();
+    let breaker = clients.breakers.get(&id, &url);
     Hook {
         id,
         configuration: config.metadata.name.clone(),
@@ -482,6 +488,8 @@ fn compile_hook(
         // Refused at load when invalid.
         mode: Mode::of(config).unwrap_or_default(),
         shadow_slots: Arc::new(tokio::sync::Semaphore::new(super::settings::DEFAULT_SHADOW_IN_FLIGHT_LIMIT)),
+        breaker,
+        breaker_policy: crate::upstream::breaker::Policy::default(),
     }
 }
 

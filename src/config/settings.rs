@@ -10,6 +10,8 @@
 //! deadlineMargin: 1s             # kept back from the caller's ?timeout=
 //! minimumCallTimeout: 100ms      # less budget than this left: failurePolicy at once
 //! shadowInFlightLimit: 64        # shadow calls in flight per webhook; more are dropped
+//! ejectAfterFailures: 5          # consecutive unanswered calls that eject a webhook (0: never)
+//! ejectFor: 10s                  # how long an ejected webhook fails fast before a probe
 //! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
 //! - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}
 //! ```
@@ -35,6 +37,11 @@ pub(crate) const DEFAULT_MINIMUM_CALL_TIMEOUT: Duration = Duration::from_millis(
 pub(crate) const DEFAULT_SHADOW_IN_FLIGHT_LIMIT: usize = 64;
 /// The most `shadowInFlightLimit` may be.
 const MAX_SHADOW_IN_FLIGHT_LIMIT: usize = 10_000;
+/// The most `ejectAfterFailures` may be.
+const MAX_EJECT_AFTER_FAILURES: u32 = 1000;
+/// The bounds of `ejectFor`.
+const MIN_EJECT_FOR: Duration = Duration::from_secs(1);
+const MAX_EJECT_FOR: Duration = Duration::from_secs(300);
 /// The API server never waits longer than this for a webhook (`timeoutSeconds` ≤ 30).
 const MAX_SETTING_DURATION: Duration = Duration::from_secs(30);
 
@@ -62,6 +69,8 @@ pub(crate) struct Settings {
     /// Shadow calls one webhook may have in flight; beyond it a shadow call is dropped and
     /// counted (`result="dropped"`), so a slow shadow webhook cannot pile up tasks.
     pub(crate) shadow_in_flight_limit: usize,
+    /// Fast failure: `ejectAfterFailures` and `ejectFor` (`upstream/breaker.rs`).
+    pub(crate) breaker: crate::upstream::breaker::Policy,
 }
 
 impl Default for Settings {
@@ -73,6 +82,7 @@ impl Default for Settings {
             minimum_call_timeout: DEFAULT_MINIMUM_CALL_TIMEOUT,
             equivalent_resources: Vec::new(),
             shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
+            breaker: crate::upstream::breaker::Policy::default(),
         }
     }
 }
@@ -96,6 +106,8 @@ pub(crate) struct GatewayConfig {
     #[serde(default)]
     equivalent_resources: Vec<EquivalentResource>,
     shadow_in_flight_limit: Option<i64>,
+    eject_after_failures: Option<i64>,
+    eject_for: Option<String>,
 }
 
 /// One `equivalentResources` entry as written; checked by [`GatewayConfig::settings`].
@@ -144,6 +156,7 @@ impl GatewayConfig {
             ),
             equivalent_resources,
             shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
+            breaker: crate::upstream::breaker::Policy::default(),
         };
         match self.shadow_in_flight_limit {
             None => {}
@@ -160,6 +173,32 @@ impl GatewayConfig {
                     ),
                 }),
             },
+        }
+        if let Some(failures) = self.eject_after_failures {
+            match u32::try_from(failures) {
+                Ok(failures) if failures <= MAX_EJECT_AFTER_FAILURES => settings.breaker.failures = failures,
+                _ => findings.push(Finding {
+                    severity: Severity::Error,
+                    webhook: None,
+                    field: "ejectAfterFailures".into(),
+                    message: format!(
+                        "Invalid value: {failures}: must be between 0 (never eject) and {MAX_EJECT_AFTER_FAILURES}, inclusive"
+                    ),
+                }),
+            }
+        }
+        if let Some(text) = &self.eject_for {
+            match crate::go::duration::parse(text).ok().and_then(|nanos| u64::try_from(nanos).ok()) {
+                Some(nanos) if (MIN_EJECT_FOR..=MAX_EJECT_FOR).contains(&Duration::from_nanos(nanos)) => {
+                    settings.breaker.eject_for = Duration::from_nanos(nanos);
+                }
+                _ => findings.push(Finding {
+                    severity: Severity::Error,
+                    webhook: None,
+                    field: "ejectFor".into(),
+                    message: format!("Invalid value: {text:?}: must be a Go duration from 1s to 5m"),
+                }),
+            }
         }
         findings.extend(later);
         if findings.is_empty() {

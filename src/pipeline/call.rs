@@ -12,6 +12,7 @@ use super::verdict;
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
 use crate::review::{encode, Status, WebhookResponse};
+use crate::upstream::breaker::Transition;
 use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
 
 /// What became of one attempt to call a webhook.
@@ -65,6 +66,11 @@ pub(crate) async fn call(
         Ok(client) => client,
         Err(message) => return not_sent(Attempt::CallError(CallError::NoClient(message.clone()))),
     };
+    // An ejected webhook fails at once with its last real error (`upstream/breaker.rs`).
+    let permit = match hook.breaker.admit(hook.breaker_policy) {
+        Ok(permit) => permit,
+        Err(ejected) => return not_sent(Attempt::CallError(ejected)),
+    };
     let uid = uuid::Uuid::new_v4().to_string();
     let outgoing = review.outgoing(&uid, object);
     let deadline = match budget.grant(hook.timeout, start) {
@@ -80,6 +86,27 @@ pub(crate) async fn call(
         Ok(response) => Attempt::Answered(response),
         Err(error) => Attempt::CallError(error),
     };
+    let failure = match &attempt {
+        Attempt::CallError(error) => Some(error),
+        _ => None,
+    };
+    match permit.done(hook.breaker_policy, failure) {
+        Transition::None => {}
+        Transition::Ejected => {
+            metrics::counter!("admission_gateway_webhook_ejections_total", "webhook" => hook.name.clone())
+                .increment(1);
+            tracing::warn!(
+                webhook = %hook.name,
+                configuration = %hook.configuration,
+                reason = failure.map_or("", |e| e.reason()),
+                eject_for_ms = hook.breaker_policy.eject_for.as_millis() as u64,
+                "webhook ejected: failing fast by its failurePolicy until a probe gets an answer"
+            );
+        }
+        Transition::Closed => {
+            tracing::info!(webhook = %hook.name, configuration = %hook.configuration, "webhook back: the probe got an answer")
+        }
+    }
     Called { attempt, timeout: Some(timeout), latency: start.elapsed() }
 }
 

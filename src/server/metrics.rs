@@ -121,6 +121,19 @@ impl Metrics {
             "admission_gateway_config_reloads_total{{result=\"failure\"}} {}",
             self.reload_failures.load(Ordering::Relaxed)
         );
+        out.push_str(
+            "# HELP admission_gateway_webhook_breaker Each webhook's breaker: 1 for its state (closed, open, half-open).\n",
+        );
+        out.push_str("# TYPE admission_gateway_webhook_breaker gauge\n");
+        for hook in snapshot.mutating.iter().chain(&snapshot.validating) {
+            let _ = writeln!(
+                out,
+                "admission_gateway_webhook_breaker{{configuration=\"{}\",webhook=\"{}\",state=\"{}\"}} 1",
+                hook.configuration,
+                hook.name,
+                hook.breaker.position().as_str()
+            );
+        }
         for (name, help, value) in [
             (
                 "admission_gateway_panics_total",

@@ -180,6 +180,9 @@ fn readiness(state: &State, query: Option<&str>) -> Response<Full<Bytes>> {
         checks.extend(cluster.checks());
     }
     let ready = checks.iter().all(|(_, passed, _)| *passed);
+    // Informational: an ejected webhook is the fleet's problem, not a reason to take this
+    // replica out of the Service.
+    checks.push(("webhooks", true, ejected_webhooks(&state.live.load())));
     let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let verbose =
         query.is_some_and(|q| q.split('&').any(|pair| pair == "verbose" || pair.starts_with("verbose=")));
@@ -192,6 +195,26 @@ fn readiness(state: &State, query: Option<&str>) -> Response<Full<Bytes>> {
     }
     body.push_str(if ready { "readyz check passed\n" } else { "readyz check failed\n" });
     text(code, &body)
+}
+
+/// `ok`, or `N ejected: CONFIGURATION/WEBHOOK since RFC3339, …`.
+fn ejected_webhooks(snapshot: &crate::config::Snapshot) -> String {
+    let ejected: Vec<String> = snapshot
+        .mutating
+        .iter()
+        .chain(&snapshot.validating)
+        .filter_map(|hook| {
+            let since =
+                hook.breaker.ejected_since()?.duration_since(std::time::SystemTime::UNIX_EPOCH).ok()?;
+            let since = crate::upstream::x509::rfc3339(since.as_secs() as i64);
+            Some(format!("{}/{} since {since}", hook.configuration, hook.name))
+        })
+        .collect();
+    if ejected.is_empty() {
+        "ok".to_owned()
+    } else {
+        format!("{} ejected: {}", ejected.len(), ejected.join(", "))
+    }
 }
 
 fn reject(

@@ -43,6 +43,9 @@ pub(crate) enum CallError {
     /// version the gateway cannot convert the object to (docs/semantics.md §4.2).
     #[error("admission-gateway cannot convert {from} to {to}, the version this webhook's rules match through matchPolicy Equivalent")]
     NotConvertible { from: String, to: String },
+    /// Not called: its breaker is open (`breaker.rs`). The last real error, and since when.
+    #[error("{last} (ejected by admission-gateway since {since} after {failures} consecutive failures; not called)")]
+    Ejected { last: String, code: u16, last_reason: &'static str, since: String, failures: u32 },
 }
 
 impl CallError {
@@ -62,6 +65,7 @@ impl CallError {
             | Self::Decode(_)
             | Self::InvalidResponse(_)
             | Self::UndecodablePatch(_) => 503,
+            Self::Ejected { code, .. } => *code,
         }
     }
 
@@ -81,6 +85,7 @@ impl CallError {
             Self::UndecodablePatch(_) => "undecodable_patch",
             Self::UnsupportedPatchType { .. } => "unsupported_patch_type",
             Self::NotConvertible { .. } => "not_convertible",
+            Self::Ejected { .. } => "ejected",
         }
     }
 }

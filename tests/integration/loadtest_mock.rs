@@ -202,24 +202,28 @@ async fn the_gateway_in_front_of_the_mock_fleet() {
     let mock = start_mock(&dir).await;
     let at = |path: &str| format!("https://{}{path}", mock.https.unwrap());
     let dead = format!("https://{}/allow", mock.refusing.unwrap());
-    let gateway = TestGateway::start(Fleet::of([
-        mutating(
-            "mutating",
-            [
-                webhook_at("label.loadtest.example.com", &at("/label")),
-                webhook_at("slow.loadtest.example.com", &at("/label-slow")),
-            ],
-        ),
-        validating(
-            "validating",
-            [
-                webhook_at("allow.loadtest.example.com", &at("/allow")),
-                webhook_at("error.loadtest.example.com", &at("/error")).ignore(),
-                webhook_at("reset.loadtest.example.com", &at("/reset")).ignore(),
-                webhook_at("dead.loadtest.example.com", &dead).ignore(),
-            ],
-        ),
-    ]))
+    let gateway = TestGateway::start(
+        Fleet::of([
+            mutating(
+                "mutating",
+                [
+                    webhook_at("label.loadtest.example.com", &at("/label")),
+                    webhook_at("slow.loadtest.example.com", &at("/label-slow")),
+                ],
+            ),
+            validating(
+                "validating",
+                [
+                    webhook_at("allow.loadtest.example.com", &at("/allow")),
+                    webhook_at("error.loadtest.example.com", &at("/error")).ignore(),
+                    webhook_at("reset.loadtest.example.com", &at("/reset")).ignore(),
+                    webhook_at("dead.loadtest.example.com", &dead).ignore(),
+                ],
+            ),
+        ])
+        // Every call made, however often `/reset` fails (fast failure has tests of its own).
+        .settings(serde_json::json!({"ejectAfterFailures": 0})),
+    )
     .await;
     let review = fixtures::review(POD_CREATE);
     for _ in 0..20 {

@@ -6,6 +6,7 @@
 mod support;
 
 mod bad_input;
+mod breaker;
 mod ca_bundle;
 mod cli;
 mod cli_contract;

@@ -99,6 +99,10 @@ fn describe() {
         "Time per review spent in the gateway itself: the whole review less the time waiting for webhooks."
     );
     describe_counter!(
+        "admission_gateway_webhook_ejections_total",
+        "Times a webhook was ejected (fast failure) after consecutive unanswered calls, by webhook."
+    );
+    describe_counter!(
         "admission_gateway_upstream_connections_total",
         "TCP connections to webhooks, by host:port and result (opened, failed)."
     );

@@ -33,6 +33,11 @@ pub struct ServeOptions {
     /// PEM file of the CAs whose client certificates may call the admission endpoints; `None`:
     /// no client authentication.
     pub client_ca: Option<PathBuf>,
+    /// Connections the admission listener holds open at once (lowered to fit the open-file
+    /// limit); beyond, new ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// An admission connection without traffic or a request in flight this long is closed.
+    pub idle_timeout: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -44,7 +49,17 @@ impl ServeOptions {
         metrics_listen: SocketAddr,
         tls: Option<(PathBuf, PathBuf)>,
     ) -> Self {
-        Self { paths, listen, metrics_listen, tls, explained: None, cluster: None, client_ca: None }
+        Self {
+            paths,
+            listen,
+            metrics_listen,
+            tls,
+            explained: None,
+            cluster: None,
+            client_ca: None,
+            max_connections: server::limits::DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: server::limits::IDLE_TIMEOUT,
+        }
     }
 }
 
@@ -82,6 +97,10 @@ impl Running {
     }
 }
 
+/// The admin listener (metrics scrapes, probes) needs few connections.
+const ADMIN_LIMITS: server::limits::ConnectionLimits =
+    server::limits::ConnectionLimits { max: 64, idle: server::limits::IDLE_TIMEOUT };
+
 /// Starts the admin listener (`/readyz` answers 503 until the configuration is served), loads
 /// the configuration (refusing to start on any error), then starts the admission listener and
 /// the reload task. The admission endpoints never answer from an unloaded configuration.
@@ -104,8 +123,14 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;
-    let admin =
-        tokio::spawn(server::serve(admin_listener, None, state.clone(), Listener::Admin, stop.clone()));
+    let admin = tokio::spawn(server::serve(
+        admin_listener,
+        None,
+        state.clone(),
+        Listener::Admin,
+        ADMIN_LIMITS,
+        stop.clone(),
+    ));
     tracing::info!(%metrics_address, "admin listener up, loading the configuration");
     let mut running = Running {
         address: metrics_address,
@@ -185,11 +210,22 @@ async fn serve_admission(
     };
     let listener = server::bind(options.listen).await?;
     running.address = listener.local_addr()?;
+    let descriptors = server::limits::raise_fd_limit();
+    let max_connections = server::limits::connection_cap(options.max_connections, descriptors);
+    if max_connections < options.max_connections {
+        tracing::warn!(
+            max_connections,
+            asked = options.max_connections,
+            descriptors,
+            "connection cap lowered to fit the open-file limit"
+        );
+    }
     running.servers.push(tokio::spawn(server::serve(
         listener,
         tls,
         state.clone(),
         Listener::Admission,
+        server::limits::ConnectionLimits { max: max_connections, idle: options.idle_timeout },
         stop,
     )));
     let metrics = state.metrics.clone();

@@ -135,6 +135,10 @@ pub(crate) struct ServeArgs {
     /// certificate they issued (the API server's, as webhooks are advised to require).
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
     pub(crate) client_ca: Option<PathBuf>,
+    /// Connections the admission listener holds open at once (lowered to fit the open-file
+    /// limit, whose soft value is raised to the hard one); beyond, they wait in the backlog.
+    #[arg(long, default_value_t = crate::server::limits::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    pub(crate) max_connections: usize,
     /// Serve plain HTTP instead of HTTPS (for local testing only).
     #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
     pub(crate) insecure_http: bool,
@@ -255,6 +259,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     options.cluster = cluster;
     options.client_ca = args.client_ca;
+    options.max_connections = args.max_connections.max(1);
     let running = app::start(options).await?;
     app::shutdown_signal().await;
     tracing::info!("shutting down: draining");

@@ -108,6 +108,8 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         explained: Some(explained),
         cluster: None,
         client_ca: None,
+        max_connections: crate::server::limits::DEFAULT_MAX_CONNECTIONS,
+        idle_timeout: crate::server::limits::IDLE_TIMEOUT,
     })
     .await?;
     println!("admission-gateway demo");

@@ -6,6 +6,7 @@
 //! limits, `tls.rs` serves the (reloaded) certificate, `metrics.rs` renders `/metrics`.
 
 pub(crate) mod body;
+pub(crate) mod limits;
 pub(crate) mod metrics;
 pub(crate) mod routes;
 pub(crate) mod tls;
@@ -58,20 +59,31 @@ pub(crate) struct State {
     pub(crate) draining: AtomicBool,
 }
 
-/// Accepts connections until `shutdown` turns true, then drains in-flight requests.
+/// Accepts connections (within `limits`) until `shutdown` turns true, then drains in-flight
+/// requests.
 pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     state: Arc<State>,
     kind: Listener,
+    limits: limits::ConnectionLimits,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(HANDSHAKE_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
+    builder.http2().timer(TokioTimer::new()).max_concurrent_streams(limits::MAX_CONCURRENT_STREAMS);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max));
     loop {
+        // A free connection slot first: beyond the cap, connections wait in the backlog.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -84,40 +96,58 @@ pub(crate) async fn serve(
             () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
         };
         let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        let service = service_fn(move |request| {
-            let state = state.clone();
-            async move { Ok::<_, Infallible>(routes::route(&state, request, kind).await) }
-        });
-        match &acceptor {
-            Some(acceptor) => {
-                let acceptor = acceptor.clone();
-                let builder = builder.clone();
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls_stream)) => {
-                            let connection =
-                                builder.serve_connection(TokioIo::new(tls_stream), service).into_owned();
-                            if let Err(error) = watcher.watch(connection).await {
-                                tracing::debug!(%peer, %error, "connection ended with an error");
+        let activity = limits::Activity::new();
+        let stream = limits::Tracked::new(stream, activity.clone());
+        let open = state.metrics.connection_opened(kind);
+        let service = {
+            let (state, activity) = (state.clone(), activity.clone());
+            service_fn(move |request| {
+                let state = state.clone();
+                let in_flight = activity.request();
+                async move {
+                    let response = routes::route(&state, request, kind).await;
+                    drop(in_flight);
+                    Ok::<_, Infallible>(response)
+                }
+            })
+        };
+        let acceptor = acceptor.clone();
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _held = (slot, open);
+            let served = async {
+                match acceptor {
+                    Some(acceptor) => {
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                            Ok(Ok(tls_stream)) => {
+                                let connection =
+                                    builder.serve_connection(TokioIo::new(tls_stream), service).into_owned();
+                                watcher.watch(connection).await
+                            }
+                            Ok(Err(error)) => {
+                                tracing::debug!(%peer, %error, "TLS handshake failed");
+                                Ok(())
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                Ok(())
                             }
                         }
-                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }
-                });
-            }
-            None => {
-                let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(error) = connection.await {
-                        tracing::debug!(%peer, %error, "connection ended with an error");
+                    None => {
+                        let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
+                        watcher.watch(connection).await
                     }
-                });
+                }
+            };
+            tokio::select! {
+                served = served => if let Err(error) = served {
+                    tracing::debug!(%peer, %error, "connection ended with an error");
+                },
+                () = activity.idle(limits.idle) => tracing::debug!(%peer, "idle connection closed"),
             }
-        }
+        });
     }
     state.ready.store(false, Ordering::SeqCst);
     drop(listener);

@@ -12,6 +12,8 @@
 //! shadowInFlightLimit: 64        # shadow calls in flight per webhook; more are dropped
 //! ejectAfterFailures: 5          # consecutive unanswered calls that eject a webhook (0: never)
 //! ejectFor: 10s                  # how long an ejected webhook fails fast before a probe
+//! maxReviewsInFlight: 1024       # reviews answered at once; beyond, 429
+//! maxRequestBytesInFlight: 128Mi # their request bodies; beyond, 429
 //! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
 //! - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}
 //! ```
@@ -37,6 +39,12 @@ pub(crate) const DEFAULT_MINIMUM_CALL_TIMEOUT: Duration = Duration::from_millis(
 pub(crate) const DEFAULT_SHADOW_IN_FLIGHT_LIMIT: usize = 64;
 /// The most `shadowInFlightLimit` may be.
 const MAX_SHADOW_IN_FLIGHT_LIMIT: usize = 10_000;
+/// `maxReviewsInFlight` when unset, and its most.
+pub(crate) const DEFAULT_MAX_REVIEWS_IN_FLIGHT: usize = 1024;
+const MAX_REVIEWS_IN_FLIGHT: usize = 100_000;
+/// `maxRequestBytesInFlight` when unset, and its least (one review of the largest size).
+pub(crate) const DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT: usize = 128 << 20;
+const MIN_REQUEST_BYTES_IN_FLIGHT: usize = 3 << 20;
 /// The most `ejectAfterFailures` may be.
 const MAX_EJECT_AFTER_FAILURES: u32 = 1000;
 /// The bounds of `ejectFor`.
@@ -71,6 +79,10 @@ pub(crate) struct Settings {
     pub(crate) shadow_in_flight_limit: usize,
     /// Fast failure: `ejectAfterFailures` and `ejectFor` (`upstream/breaker.rs`).
     pub(crate) breaker: crate::upstream::breaker::Policy,
+    /// Reviews being answered at once; beyond, 429 (`server/limits.rs`).
+    pub(crate) max_reviews_in_flight: usize,
+    /// Bytes of their request bodies (declared lengths); beyond, 429.
+    pub(crate) max_request_bytes_in_flight: usize,
 }
 
 impl Default for Settings {
@@ -83,6 +95,8 @@ impl Default for Settings {
             equivalent_resources: Vec::new(),
             shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
             breaker: crate::upstream::breaker::Policy::default(),
+            max_reviews_in_flight: DEFAULT_MAX_REVIEWS_IN_FLIGHT,
+            max_request_bytes_in_flight: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT,
         }
     }
 }
@@ -108,6 +122,8 @@ pub(crate) struct GatewayConfig {
     shadow_in_flight_limit: Option<i64>,
     eject_after_failures: Option<i64>,
     eject_for: Option<String>,
+    max_reviews_in_flight: Option<i64>,
+    max_request_bytes_in_flight: Option<String>,
 }
 
 /// One `equivalentResources` entry as written; checked by [`GatewayConfig::settings`].
@@ -157,6 +173,8 @@ impl GatewayConfig {
             equivalent_resources,
             shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
             breaker: crate::upstream::breaker::Policy::default(),
+            max_reviews_in_flight: DEFAULT_MAX_REVIEWS_IN_FLIGHT,
+            max_request_bytes_in_flight: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT,
         };
         match self.shadow_in_flight_limit {
             None => {}
@@ -197,6 +215,34 @@ impl GatewayConfig {
                     webhook: None,
                     field: "ejectFor".into(),
                     message: format!("Invalid value: {text:?}: must be a Go duration from 1s to 5m"),
+                }),
+            }
+        }
+        if let Some(limit) = self.max_reviews_in_flight {
+            match usize::try_from(limit) {
+                Ok(limit) if (1..=MAX_REVIEWS_IN_FLIGHT).contains(&limit) => {
+                    settings.max_reviews_in_flight = limit
+                }
+                _ => findings.push(Finding {
+                    severity: Severity::Error,
+                    webhook: None,
+                    field: "maxReviewsInFlight".into(),
+                    message: format!(
+                        "Invalid value: {limit}: must be between 1 and {MAX_REVIEWS_IN_FLIGHT}, inclusive"
+                    ),
+                }),
+            }
+        }
+        if let Some(text) = &self.max_request_bytes_in_flight {
+            match parse_bytes(text) {
+                Some(bytes) if bytes >= MIN_REQUEST_BYTES_IN_FLIGHT => settings.max_request_bytes_in_flight = bytes,
+                _ => findings.push(Finding {
+                    severity: Severity::Error,
+                    webhook: None,
+                    field: "maxRequestBytesInFlight".into(),
+                    message: format!(
+                        "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 3Mi"
+                    ),
                 }),
             }
         }
@@ -327,6 +373,18 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("Invalid value: {text:?}: must be at most 30s"));
     }
     Ok(duration)
+}
+
+/// `1048576`, `512Ki`, `128Mi`, `1Gi` → bytes.
+fn parse_bytes(text: &str) -> Option<usize> {
+    let (digits, shift) = [("Gi", 30), ("Mi", 20), ("Ki", 10)]
+        .iter()
+        .find_map(|(suffix, shift)| text.strip_suffix(suffix).map(|digits| (digits, *shift)))
+        .unwrap_or((text, 0));
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<usize>().ok()?.checked_mul(1 << shift)
 }
 
 #[cfg(test)]
@@ -486,5 +544,16 @@ mod tests {
             messages[0].ends_with(r#"GatewayConfig "g": equivalentResources[0].verions: unknown field "verions" (did you mean "versions"?)"#),
             "{messages:#?}"
         );
+    }
+
+    #[test]
+    fn byte_counts_read_as_written() {
+        assert_eq!(parse_bytes("128Mi"), Some(128 << 20));
+        assert_eq!(parse_bytes("512Ki"), Some(512 << 10));
+        assert_eq!(parse_bytes("1Gi"), Some(1 << 30));
+        assert_eq!(parse_bytes("3145728"), Some(3 << 20));
+        for bad in ["", "Mi", "1.5Mi", "-1", "1MB", " 1Mi", "99999999999999999999Gi"] {
+            assert_eq!(parse_bytes(bad), None, "{bad:?}");
+        }
     }
 }

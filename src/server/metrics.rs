@@ -27,9 +27,35 @@ pub(crate) struct Metrics {
     bad_requests: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     pub(crate) reload_failures: AtomicU64,
     pub(crate) reload_successes: AtomicU64,
+    /// Connections open, admission listener then admin listener.
+    connections: [AtomicU64; 2],
+    /// Reviews and request bytes being answered (`limits.rs`).
+    pub(crate) in_flight: super::limits::InFlight,
+}
+
+/// An open connection, counted until dropped.
+pub(crate) struct OpenConnection {
+    metrics: std::sync::Arc<Metrics>,
+    index: usize,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.metrics.connections[self.index].fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Metrics {
+    /// Counts a connection of `listener` open until the guard drops.
+    pub(crate) fn connection_opened(
+        self: &std::sync::Arc<Self>,
+        listener: super::Listener,
+    ) -> OpenConnection {
+        let index = usize::from(listener != super::Listener::Admission);
+        self.connections[index].fetch_add(1, Ordering::Relaxed);
+        OpenConnection { metrics: self.clone(), index }
+    }
+
     pub(crate) fn review(&self, stage: Stage, outcome: &Outcome) {
         let stage = stage_index(stage);
         self.reviews[stage][usize::from(outcome.answer.allowed)].fetch_add(1, Ordering::Relaxed);
@@ -133,6 +159,30 @@ impl Metrics {
                 hook.name,
                 hook.breaker.position().as_str()
             );
+        }
+        for (name, help, values) in [(
+            "admission_gateway_connections",
+            "Connections open, by listener.",
+            [("listener=\"admission\"", &self.connections[0]), ("listener=\"admin\"", &self.connections[1])],
+        )] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for (labels, value) in values {
+                let _ = writeln!(out, "{name}{{{labels}}} {}", value.load(Ordering::Relaxed));
+            }
+        }
+        for (name, help, value) in [
+            (
+                "admission_gateway_reviews_in_flight",
+                "Reviews being answered (maxReviewsInFlight caps it).",
+                self.in_flight.reviews() as u64,
+            ),
+            (
+                "admission_gateway_request_bytes_in_flight",
+                "Bytes of the request bodies being answered (maxRequestBytesInFlight caps it).",
+                self.in_flight.bytes() as u64,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
         }
         for (name, help, value) in [
             (

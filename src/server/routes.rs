@@ -89,6 +89,17 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    // A place among the reviews in flight before the body is read; none left: 429 at once.
+    let size = declared.map_or(MAX_REVIEW_BYTES, |length| length.min(MAX_REVIEW_BYTES as u64) as usize);
+    let (max_reviews, max_bytes) = {
+        let settings = &state.live.load().settings;
+        (settings.max_reviews_in_flight, settings.max_request_bytes_in_flight)
+    };
+    let admitted = state.metrics.in_flight.admit(size, max_reviews, max_bytes);
+    let _admitted = match admitted {
+        Ok(admitted) => admitted,
+        Err(overload) => return overloaded(state, stage, &overload),
+    };
     let body = match body::read_capped(request.into_body(), declared).await {
         Ok(body) => body,
         Err(ReadError::TooLarge) => {
@@ -215,6 +226,16 @@ fn ejected_webhooks(snapshot: &crate::config::Snapshot) -> String {
     } else {
         format!("{} ejected: {}", ejected.len(), ejected.join(", "))
     }
+}
+
+/// 429 with `Retry-After: 1`: counted, logged at debug only (a flood of them must not
+/// become a flood of log lines).
+fn overloaded(state: &State, stage: Stage, overload: &super::limits::Overload) -> Response<Full<Bytes>> {
+    tracing::debug!(stage = stage.as_str(), reason = overload.reason(), "review refused: overloaded");
+    state.metrics.bad_request(stage, overload.reason());
+    let mut response = text(StatusCode::TOO_MANY_REQUESTS, &overload.message());
+    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    response
 }
 
 fn reject(

@@ -24,6 +24,7 @@ mod matching;
 mod metrics;
 mod modes;
 mod mutating;
+mod overload;
 mod prometheus;
 mod readiness;
 mod registration;

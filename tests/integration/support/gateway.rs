@@ -395,6 +395,21 @@ impl TestGateway {
         answer.lines().next().unwrap_or_default().to_owned()
     }
 
+    /// A TLS connection to the admission listener, handshake done (within `within`), or the
+    /// error text.
+    pub async fn connect_tls(
+        &self,
+        within: Duration,
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client_tls(ca())));
+        let tcp = tokio::net::TcpStream::connect(self.address()).await.map_err(|e| e.to_string())?;
+        let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        match tokio::time::timeout(within, connector.connect(name, tcp)).await {
+            Ok(connected) => connected.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no TLS handshake within {within:?}")),
+        }
+    }
+
     /// GETs a path on the admission listener.
     pub async fn get(&self, path: &str) -> (u16, String) {
         let request = http::Request::get(format!("https://{}{path}", self.address()))

@@ -33,6 +33,8 @@ pub struct ServeOptions {
     /// PEM file of the CAs whose client certificates may call the admission endpoints; `None`:
     /// no client authentication.
     pub client_ca: Option<PathBuf>,
+    /// OTLP/HTTP collector (`http://HOST:PORT`) to export traces to; `None`: no tracing.
+    pub otlp_endpoint: Option<String>,
 }
 
 impl ServeOptions {
@@ -44,7 +46,16 @@ impl ServeOptions {
         metrics_listen: SocketAddr,
         tls: Option<(PathBuf, PathBuf)>,
     ) -> Self {
-        Self { paths, listen, metrics_listen, tls, explained: None, cluster: None, client_ca: None }
+        Self {
+            paths,
+            listen,
+            metrics_listen,
+            tls,
+            explained: None,
+            cluster: None,
+            client_ca: None,
+            otlp_endpoint: None,
+        }
     }
 }
 
@@ -56,6 +67,8 @@ pub struct Running {
     shutdown: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
     background: Vec<JoinHandle<()>>,
+    /// The trace export task, flushed last.
+    exporting: Option<crate::traces::Exporting>,
 }
 
 impl Running {
@@ -70,7 +83,8 @@ impl Running {
         self.shutdown().await;
     }
 
-    /// Stops accepting, drains in-flight reviews, stops the background tasks.
+    /// Stops accepting, drains in-flight reviews, stops the background tasks, then sends the
+    /// spans not exported yet.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         for server in self.servers {
@@ -78,6 +92,11 @@ impl Running {
         }
         for task in self.background {
             task.abort();
+        }
+        if let Some(exporting) = self.exporting {
+            // The cancelled shadow calls end their spans as their tasks wake.
+            tokio::task::yield_now().await;
+            exporting.flush().await;
         }
     }
 }
@@ -90,6 +109,14 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     crate::server::metrics::webhooks::handle();
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
+    let (traces, exporting) = match &options.otlp_endpoint {
+        Some(endpoint) => {
+            let (traces, exporting) = crate::traces::Traces::start(endpoint)?;
+            tracing::info!(endpoint = %endpoint, "exporting traces over OTLP/HTTP");
+            (Some(traces), Some(exporting))
+        }
+        None => (None, None),
+    };
     // Shutting down cancels the shadow calls in flight: they never hold it up.
     let (shutdown, stop) = watch::channel(false);
     let state = Arc::new(State {
@@ -100,6 +127,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         cluster: std::sync::OnceLock::new(),
         shadows: Shadows::cancelled_by(stop.clone()),
         draining: AtomicBool::new(false),
+        traces,
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;
@@ -113,6 +141,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         shutdown,
         servers: vec![admin],
         background: Vec::new(),
+        exporting,
     };
     match serve_admission(&options, &state, stop, &mut running).await {
         Ok(()) => Ok(running),

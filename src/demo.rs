@@ -108,6 +108,7 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         explained: Some(explained),
         cluster: None,
         client_ca: None,
+        otlp_endpoint: None,
     })
     .await?;
     println!("admission-gateway demo");

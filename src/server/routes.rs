@@ -79,9 +79,13 @@ async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener)
 /// the caller's version.
 async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let received = Instant::now();
+    // Tracing on: the server span, child of the caller's `traceparent` (src/traces.rs).
+    let mut span = state.traces.as_ref().map(|traces| traces.review(request.headers(), stage));
     let timeout = match body::caller_timeout(request.uri().query()) {
         Ok(timeout) => timeout,
-        Err(message) => return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message),
+        Err(message) => {
+            return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message, span)
+        }
     };
     let declared = request
         .headers()
@@ -92,16 +96,16 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         Ok(body) => body,
         Err(ReadError::TooLarge) => {
             let message = format!("request body is larger than {MAX_REVIEW_BYTES} bytes");
-            return reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message);
+            return reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message, span);
         }
         Err(ReadError::Unreadable(message)) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message);
+            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message, span);
         }
     };
     let review = match decode::review(&body) {
         Ok(review) => review,
         Err(error) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string())
+            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
         }
     };
     drop(body);
@@ -111,7 +115,7 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let budget = Budget::new(received, timeout, &snapshot.settings);
     let request = &review.request;
     let resource = review.resource();
-    let span = tracing::debug_span!(
+    let log_span = tracing::debug_span!(
         "admission_review",
         uid = %request.uid,
         stage = stage.as_str(),
@@ -120,6 +124,10 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         namespace = %request.namespace,
         generation = snapshot.generation,
     );
+    if let Some(span) = &mut span {
+        span.request(&review);
+    }
+    let trace = span.as_ref().map(|span| span.parent().clone()).unwrap_or_default();
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
     let outcome = pipeline::review(
@@ -130,12 +138,16 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         budget,
         explanation,
         &state.shadows,
+        trace,
     )
-    .instrument(span.clone())
+    .instrument(log_span.clone())
     .await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
-    span.in_scope(|| {
+    if let Some(span) = span {
+        span.answered(answer.allowed, u16::try_from(code).unwrap_or(0));
+    }
+    log_span.in_scope(|| {
         // Debug: at thousands of reviews a second an info line each costs a third of the
         // throughput. Failed webhook calls are logged at warn by the stages, bad requests here.
         tracing::debug!(
@@ -193,7 +205,11 @@ fn reject(
     code: StatusCode,
     reason: &'static str,
     message: &str,
+    span: Option<crate::traces::ReviewSpan>,
 ) -> Response<Full<Bytes>> {
+    if let Some(span) = span {
+        span.refused(code.as_u16(), reason);
+    }
     tracing::warn!(stage = stage.as_str(), reason, code = code.as_u16(), "bad admission request: {message}");
     state.metrics.bad_request(stage, reason);
     text(code, message)

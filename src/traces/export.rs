@@ -4,6 +4,7 @@
 //! client the gateway already has) to `<endpoint>/v1/traces`; on shutdown it sends what is
 //! left (`Exporting::flush`, from `Running::shutdown` in src/app.rs).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +41,8 @@ pub(crate) const FAILED_METRIC: &str = "admission_gateway_trace_spans_export_fai
 #[derive(Debug)]
 pub(crate) struct Queue {
     sender: mpsc::Sender<SpanData>,
+    /// Spans dropped so far (also the [`DROPPED_METRIC`] counter).
+    dropped: Arc<AtomicU64>,
 }
 
 impl SpanProcessor for Queue {
@@ -50,6 +53,7 @@ impl SpanProcessor for Queue {
             return;
         }
         if self.sender.try_send(span).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
             metrics::counter!(DROPPED_METRIC).increment(1);
         }
     }
@@ -68,6 +72,7 @@ impl SpanProcessor for Queue {
 pub(crate) struct Exporting {
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl Exporting {
@@ -79,15 +84,26 @@ impl Exporting {
             tracing::warn!("traces: the last spans were not exported in time");
             task.abort();
         }
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::warn!(dropped, "traces: spans dropped because the export queue was full");
+        }
     }
 }
 
 /// The queue for the SDK, and the task that drains it into `exporter`.
 pub(crate) fn start(exporter: OtlpHttp) -> (Queue, Exporting) {
-    let (sender, receiver) = mpsc::channel(QUEUE_SPANS);
+    let (queue, receiver) = queue(QUEUE_SPANS);
     let (stop, stopped) = oneshot::channel();
     let task = tokio::spawn(run(exporter, receiver, stopped));
-    (Queue { sender }, Exporting { stop, task })
+    let dropped = queue.dropped.clone();
+    (queue, Exporting { stop, task, dropped })
+}
+
+/// A queue of `capacity` spans, and its receiving end.
+fn queue(capacity: usize) -> (Queue, mpsc::Receiver<SpanData>) {
+    let (sender, receiver) = mpsc::channel(capacity);
+    (Queue { sender, dropped: Arc::default() }, receiver)
 }
 
 async fn run(exporter: OtlpHttp, mut receiver: mpsc::Receiver<SpanData>, mut stopped: oneshot::Receiver<()>) {
@@ -204,5 +220,30 @@ impl SpanExporter for OtlpHttp {
                 Err(_) => Err(OTelSdkError::Timeout(EXPORT_TIMEOUT)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+
+    use super::*;
+
+    #[test]
+    fn a_full_queue_drops_and_counts_spans_without_waiting() {
+        let (queue, mut receiver) = queue(2);
+        let dropped = queue.dropped.clone();
+        let provider = SdkTracerProvider::builder().with_span_processor(queue).build();
+        let tracer = provider.tracer("test");
+        for _ in 0..5 {
+            tracer.start("review").end();
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 3);
+        let mut queued = Vec::new();
+        assert_eq!(receiver.try_recv().map(|span| queued.push(span)), Ok(()));
+        assert_eq!(receiver.try_recv().map(|span| queued.push(span)), Ok(()));
+        assert!(receiver.try_recv().is_err());
+        assert!(queued.iter().all(|span| span.name == "review"));
     }
 }

@@ -20,7 +20,7 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, Span};
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, Span, SpanLimits};
 
 pub(crate) use export::{Exporting, DROPPED_METRIC, FAILED_METRIC};
 
@@ -47,7 +47,13 @@ impl Traces {
         ];
         let exporter = export::OtlpHttp::new(endpoint, resource)?;
         let (queue, exporting) = export::start(exporter);
-        let provider = SdkTracerProvider::builder().with_span_processor(queue).build();
+        // Set here rather than from the SDK's OTEL_* environment defaults: the gateway reads
+        // nothing else from the environment (README, "Command line").
+        let provider = SdkTracerProvider::builder()
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
+            .with_span_limits(SpanLimits::default())
+            .with_span_processor(queue)
+            .build();
         let scope = opentelemetry::InstrumentationScope::builder(SERVICE_NAME)
             .with_version(env!("CARGO_PKG_VERSION"))
             .build();

@@ -309,3 +309,14 @@ async fn an_unreachable_collector_never_holds_up_a_review() {
     gateway.shutdown().await;
     assert!(stopping.elapsed() < Duration::from_secs(10), "shutdown waited {:?}", stopping.elapsed());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_is_not_an_http_url_is_refused_at_start() {
+    for endpoint in ["grpc://127.0.0.1:4317", "127.0.0.1:4318", "http://"] {
+        let local = "127.0.0.1:0".parse().unwrap();
+        let mut options = admission_gateway::app::ServeOptions::new(Vec::new(), local, local, None);
+        options.otlp_endpoint = Some(endpoint.into());
+        let error = admission_gateway::app::start(options).await.err().expect("refused");
+        assert!(error.to_string().contains("--otlp-endpoint"), "{endpoint}: {error}");
+    }
+}

@@ -38,6 +38,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// An admission connection without traffic or a request in flight this long is closed.
     pub idle_timeout: std::time::Duration,
+    /// OTLP/HTTP collector (`http://HOST:PORT`) to export traces to; `None`: no tracing.
+    pub otlp_endpoint: Option<String>,
 }
 
 impl ServeOptions {
@@ -59,6 +61,7 @@ impl ServeOptions {
             client_ca: None,
             max_connections: server::limits::DEFAULT_MAX_CONNECTIONS,
             idle_timeout: server::limits::IDLE_TIMEOUT,
+            otlp_endpoint: None,
         }
     }
 }
@@ -71,6 +74,8 @@ pub struct Running {
     shutdown: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
     background: Vec<JoinHandle<()>>,
+    /// The trace export task, flushed last.
+    exporting: Option<crate::traces::Exporting>,
 }
 
 impl Running {
@@ -85,7 +90,8 @@ impl Running {
         self.shutdown().await;
     }
 
-    /// Stops accepting, drains in-flight reviews, stops the background tasks.
+    /// Stops accepting, drains in-flight reviews, stops the background tasks, then sends the
+    /// spans not exported yet.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         for server in self.servers {
@@ -93,6 +99,11 @@ impl Running {
         }
         for task in self.background {
             task.abort();
+        }
+        if let Some(exporting) = self.exporting {
+            // The cancelled shadow calls end their spans as their tasks wake.
+            tokio::task::yield_now().await;
+            exporting.flush().await;
         }
     }
 }
@@ -110,6 +121,14 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     crate::server::metrics::count_panics();
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
+    let (traces, exporting) = match &options.otlp_endpoint {
+        Some(endpoint) => {
+            let (traces, exporting) = crate::traces::Traces::start(endpoint)?;
+            tracing::info!(endpoint = %endpoint, "exporting traces over OTLP/HTTP");
+            (Some(traces), Some(exporting))
+        }
+        None => (None, None),
+    };
     // Shutting down cancels the shadow calls in flight: they never hold it up.
     let (shutdown, stop) = watch::channel(false);
     let state = Arc::new(State {
@@ -120,6 +139,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         cluster: std::sync::OnceLock::new(),
         shadows: Shadows::cancelled_by(stop.clone()),
         draining: AtomicBool::new(false),
+        traces,
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;
@@ -139,6 +159,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         shutdown,
         servers: vec![admin],
         background: Vec::new(),
+        exporting,
     };
     match serve_admission(&options, &state, stop, &mut running).await {
         Ok(()) => Ok(running),

@@ -145,6 +145,10 @@ pub(crate) struct ServeArgs {
     /// Address of /metrics, /healthz and /readyz (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:9090", value_name = "HOST:PORT")]
     pub(crate) metrics_listen: String,
+    /// Export traces (a span per review, one per webhook call) as OTLP/HTTP protobuf to
+    /// URL/v1/traces, e.g. http://127.0.0.1:4318. Off by default.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -260,6 +264,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.cluster = cluster;
     options.client_ca = args.client_ca;
     options.max_connections = args.max_connections.max(1);
+    options.otlp_endpoint = args.otlp_endpoint;
     let running = app::start(options).await?;
     app::shutdown_signal().await;
     tracing::info!("shutting down: draining");

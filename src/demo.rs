@@ -110,6 +110,7 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         client_ca: None,
         max_connections: crate::server::limits::DEFAULT_MAX_CONNECTIONS,
         idle_timeout: crate::server::limits::IDLE_TIMEOUT,
+        otlp_endpoint: None,
     })
     .await?;
     println!("admission-gateway demo");

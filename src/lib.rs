@@ -33,6 +33,7 @@
 //! - `match_conditions`: CEL for webhook `matchConditions`, compiled by `config`, evaluated by
 //!   `pipeline` (a leaf, like `go`).
 //! - `explain`: the readable account of one review; `report`: how commands print it.
+//! - `traces`: OpenTelemetry spans of reviews and webhook calls, exported over OTLP/HTTP.
 //! - `registration`: the gateway's own webhook registrations for a fleet.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI, and
 //!   `testbed`: a TLS configuration and an HTTPS accept loop, shared by the demo, the tests and
@@ -57,4 +58,5 @@ pub(crate) mod report;
 pub(crate) mod review;
 pub(crate) mod server;
 pub mod testbed;
+pub(crate) mod traces;
 pub(crate) mod upstream;

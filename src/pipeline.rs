@@ -35,6 +35,7 @@ use crate::explain::{millis, Explanation, Phase, Step};
 use crate::review::decode::IncomingReview;
 use crate::review::encode::Answer;
 use crate::review::{Status, WebhookResponse};
+use crate::traces::{CallEnd, Parent};
 use budget::Budget;
 use call::Called;
 use matching::{NamespaceLabels, Skip};
@@ -164,6 +165,17 @@ impl CallRecord {
         }
     }
 
+    /// How the call ends in its span (src/traces.rs): bounded words only.
+    fn span_end(&self, http_status: Option<u16>) -> CallEnd {
+        let (outcome, error) = match self.outcome {
+            CallOutcome::Allowed { .. } => ("allowed", None),
+            CallOutcome::Denied { .. } => ("denied", None),
+            CallOutcome::Error { reason, .. } => ("error", Some(reason)),
+            CallOutcome::DryRunRefused => ("error", Some("dry_run_refused")),
+        };
+        CallEnd { round: self.round, mode: self.mode.as_str(), outcome, error, http_status }
+    }
+
     /// The `code` label of `apiserver_admission_webhook_request_total` (docs/semantics.md §15.1).
     pub(crate) fn code(&self) -> u16 {
         match self.outcome {
@@ -195,10 +207,14 @@ pub(crate) struct Review<'r> {
     shadows: &'r Shadows,
     /// The shadow calls this review started.
     shadow: shadow::Pending,
+    /// The review's span, parent of its calls' spans (none when not tracing).
+    pub(crate) trace: Parent,
 }
 
 /// Dispatches one review within `budget`. `explanation` records the steps when enabled;
-/// `cluster` is the live cluster state in cluster mode. Shadow calls go on after the answer.
+/// `cluster` is the live cluster state in cluster mode; the calls' spans are children of
+/// `trace`. Shadow calls go on after the answer.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn review(
     snapshot: &Snapshot,
     cluster: Option<&Cluster>,
@@ -207,12 +223,14 @@ pub(crate) async fn review(
     budget: Budget,
     explanation: Explanation,
     shadows: &Shadows,
+    trace: Parent,
 ) -> Outcome {
-    review_with_shadows(snapshot, cluster, request, stage, budget, explanation, shadows).await.0
+    review_with_shadows(snapshot, cluster, request, stage, budget, explanation, shadows, trace).await.0
 }
 
 /// [`review`], and the shadow calls still running when `shadows` collects them (the `review`
 /// command awaits them to show their results).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn review_with_shadows(
     snapshot: &Snapshot,
     cluster: Option<&Cluster>,
@@ -221,6 +239,7 @@ pub(crate) async fn review_with_shadows(
     budget: Budget,
     explanation: Explanation,
     shadows: &Shadows,
+    trace: Parent,
 ) -> (Outcome, shadow::Running) {
     let mut review = Review {
         snapshot,
@@ -237,6 +256,7 @@ pub(crate) async fn review_with_shadows(
         calls: Vec::new(),
         shadows,
         shadow: shadow::Pending::default(),
+        trace,
     };
     let mut result = Ok(());
     if matches!(stage, Stage::Mutate | Stage::Admit) {
@@ -433,13 +453,13 @@ impl<'r> Review<'r> {
         self.failed(hook, phase, round, index, &cause)
     }
 
-    /// Records one webhook's turn, and puts it into the explanation.
+    /// Records one webhook's turn, ends its span, and puts it into the explanation.
     fn explain_call(
         &mut self,
         hook: &Arc<Hook>,
         phase: Phase,
         round: u8,
-        called: &Called,
+        called: &mut Called,
         judged: Judged,
         mutation: Mutation,
     ) -> Judgement {
@@ -449,7 +469,7 @@ impl<'r> Review<'r> {
             CallOutcome::Allowed { .. } => CallOutcome::Allowed { mutated },
             other => other,
         };
-        self.calls.push(CallRecord {
+        let record = CallRecord {
             hook: hook.clone(),
             phase,
             round,
@@ -457,7 +477,11 @@ impl<'r> Review<'r> {
             latency: called.latency,
             sent: called.timeout.is_some(),
             mode: CallMode::of(hook, self.request),
-        });
+        };
+        if let Some(span) = called.span.take() {
+            span.end(record.span_end(called.http_status));
+        }
+        self.calls.push(record);
         self.explanation.record(|| match &called.timeout {
             Some(timeout) => Step::Called {
                 phase,

@@ -57,6 +57,8 @@ pub(crate) struct State {
     /// Shutting down: `/readyz` fails, and every answer asks the client to close its
     /// keep-alive connection (`Connection: close`), so it reconnects to another replica.
     pub(crate) draining: AtomicBool,
+    /// Tracing, with `--otlp-endpoint` (src/traces.rs); `None`: no span is made.
+    pub(crate) traces: Option<Arc<crate::traces::Traces>>,
 }
 
 /// Accepts connections (within `limits`) until `shutdown` turns true, then drains in-flight

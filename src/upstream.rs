@@ -210,7 +210,8 @@ struct HttpReply {
 }
 
 impl Client {
-    /// POSTs `body` to `url?timeout=<query>` and checks the answer as the API server does.
+    /// POSTs `body` to `url?timeout=<query>` and checks the answer as the API server does;
+    /// with the answer's HTTP status, if one came.
     /// `deadline` is the effective one (webhook timeout and request deadline combined); the
     /// 30 s client limit applies on top.
     pub(crate) async fn call(
@@ -220,31 +221,43 @@ impl Client {
         body: Vec<u8>,
         deadline: Option<Instant>,
         sent: &Sent<'_>,
-    ) -> Result<WebhookResponse, CallError> {
+    ) -> (Option<u16>, Result<WebhookResponse, CallError>) {
         let full_url = format!("{url}?timeout={query}");
         let hard_deadline = Instant::now() + CLIENT_TIMEOUT;
         let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
-        let reply = self.post(&full_url, body, deadline).await?;
-        check_reply(reply, sent)
+        match self.post(&full_url, body, deadline, sent.trace).await {
+            Ok(reply) => (Some(reply.status.as_u16()), check_reply(reply, sent)),
+            Err(error) => (None, Err(error)),
+        }
     }
 
     /// A plain JSON POST (the demo's client); returns the status and body.
     pub(crate) async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<(u16, Bytes), String> {
         let deadline = Instant::now() + CLIENT_TIMEOUT;
-        let reply = self.post(url, body, deadline).await.map_err(|e| e.to_string())?;
+        let reply = self.post(url, body, deadline, None).await.map_err(|e| e.to_string())?;
         Ok((reply.status.as_u16(), reply.body))
     }
 
     /// Sends the request and reads the answer whole, both before `deadline`. As in client-go,
     /// a failure while reading the body is not reported as one of the request (§8.1).
-    async fn post(&self, url: &str, body: Vec<u8>, deadline: Instant) -> Result<HttpReply, CallError> {
+    /// `trace`: the call span's `traceparent` and `tracestate` (src/traces.rs).
+    async fn post(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        deadline: Instant,
+        trace: Option<&http::HeaderMap>,
+    ) -> Result<HttpReply, CallError> {
         let transport = |message: String| CallError::Transport { url: url.to_owned(), message };
-        let request = http::Request::post(url)
+        let mut request = http::Request::post(url)
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
             .header(http::header::USER_AGENT, "kube-apiserver-admission")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| transport(e.to_string()))?;
+        if let Some(trace) = trace {
+            request.headers_mut().extend(trace.iter().map(|(name, value)| (name.clone(), value.clone())));
+        }
         let authority = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
         let http = if is_local_host(request.uri()) { &self.loopback } else { &self.http };
         let response = tokio::time::timeout_at(deadline, http.request(request))
@@ -281,6 +294,8 @@ pub(crate) struct Sent<'a> {
     pub(crate) uid: &'a str,
     pub(crate) version: ReviewVersion,
     pub(crate) mutating: bool,
+    /// The headers naming the call's span, when tracing (src/traces.rs).
+    pub(crate) trace: Option<&'a http::HeaderMap>,
 }
 
 /// The body as Go's decoder reads it: a syntax error in Go's words (for a JSON body, which is
@@ -439,7 +454,7 @@ mod tests {
 
     #[test]
     fn response_checks_of_v1_and_v1beta1() {
-        let v1 = Sent { uid: "u", version: ReviewVersion::V1, mutating: true };
+        let v1 = Sent { uid: "u", version: ReviewVersion::V1, mutating: true, trace: None };
         let validating = Sent { mutating: false, ..v1 };
         let beta = Sent { version: ReviewVersion::V1beta1, ..v1 };
         let head = r#""apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview""#;

@@ -59,6 +59,7 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
         budget,
         Explanation::enabled(),
         &shadows,
+        crate::traces::Parent::default(),
     )
     .await;
     // Shadow calls do not hold the answer up; here they are awaited so their results show.

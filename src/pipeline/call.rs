@@ -12,6 +12,7 @@ use super::verdict;
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
 use crate::review::{encode, Status, WebhookResponse};
+use crate::traces::{CallSpan, Parent};
 use crate::upstream::breaker::Transition;
 use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
 
@@ -35,19 +36,25 @@ pub(crate) struct Called {
     /// The `timeout` query sent, if a request was sent.
     pub(crate) timeout: Option<String>,
     pub(crate) latency: Duration,
+    /// The webhook's HTTP status, if it answered.
+    pub(crate) http_status: Option<u16>,
+    /// The call's client span, when tracing: ended by whoever judges the call.
+    pub(crate) span: Option<CallSpan>,
 }
 
 /// Calls `hook` with `object` (the current one, for a mutating webhook the object as patched
-/// so far) within what `budget` grants.
+/// so far) within what `budget` grants; a client span under `trace` when tracing.
 pub(crate) async fn call(
     hook: &Hook,
     review: &IncomingReview,
     budget: &Budget,
     object: Option<&RawValue>,
     mutating: bool,
+    trace: &Parent,
 ) -> Called {
     let start = Instant::now();
-    let not_sent = |attempt| Called { attempt, timeout: None, latency: Duration::ZERO };
+    let not_sent =
+        |attempt| Called { attempt, timeout: None, latency: Duration::ZERO, http_status: None, span: None };
     // Matched only in another version, which the gateway cannot convert to (§4.2).
     if let Some(error) = super::matching::not_convertible(hook, review) {
         return not_sent(Attempt::CallError(error));
@@ -80,9 +87,11 @@ pub(crate) async fn call(
     let body = encode::request(version, &outgoing);
     let timeout =
         upstream::timeout_param(deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)));
-    let sent = Sent { uid: &uid, version, mutating };
+    let span = trace.call(hook);
+    let sent = Sent { uid: &uid, version, mutating, trace: span.as_ref().map(CallSpan::headers) };
     let _in_flight = InFlight::enter(&hook.name);
-    let attempt = match client.call(&hook.url, &timeout, body, deadline, &sent).await {
+    let (http_status, result) = client.call(&hook.url, &timeout, body, deadline, &sent).await;
+    let attempt = match result {
         Ok(response) => Attempt::Answered(response),
         Err(error) => Attempt::CallError(error),
     };
@@ -107,7 +116,7 @@ pub(crate) async fn call(
             tracing::info!(webhook = %hook.name, configuration = %hook.configuration, "webhook back: the probe got an answer")
         }
     }
-    Called { attempt, timeout: Some(timeout), latency: start.elapsed() }
+    Called { attempt, timeout: Some(timeout), latency: start.elapsed(), http_status, span }
 }
 
 /// `admission_gateway_webhook_in_flight{webhook}`: calls sent and not yet answered, held by a

@@ -85,7 +85,8 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
 /// chain goes on. Writes the webhook's `mutation.webhook…` annotation on every outcome (§14.3).
 async fn call_hook(review: &mut Review<'_>, hook: &Arc<Hook>, round: u8) -> (bool, Judgement) {
     let index = hook.position;
-    let mut called = call::call(hook, review.request, &review.budget, review.object.raw(), true).await;
+    let mut called =
+        call::call(hook, review.request, &review.budget, review.object.raw(), true, &review.trace).await;
     let mut applied_patch = None;
     let mut changed = false;
     let judged = match &mut called.attempt {
@@ -114,7 +115,7 @@ async fn call_hook(review: &mut Review<'_>, hook: &Arc<Hook>, round: u8) -> (boo
         mutation_annotation(hook, changed),
     );
     let mutation = Mutation { patch: applied_patch, mutated: changed };
-    let judgement = review.explain_call(hook, PHASE, round, &called, judged, mutation);
+    let judgement = review.explain_call(hook, PHASE, round, &mut called, judged, mutation);
     (changed, judgement)
 }
 

@@ -30,6 +30,7 @@ use crate::explain::{Explanation, Phase, Step};
 use crate::patch::Patch;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, WebhookResponse};
+use crate::traces::{CallEnd, Parent};
 use crate::upstream::CallError;
 
 /// The shadow results counter.
@@ -330,6 +331,7 @@ pub(crate) fn start(review: &mut Review<'_>, hook: &Arc<Hook>, phase: Phase, rou
         // The webhook's own timeout, never the caller's deadline budget.
         budget: Budget::unlimited(&review.snapshot.settings),
         decided,
+        trace: review.trace.clone(),
     };
     let stop = review.shadows.stop.clone();
     let handle = tokio::spawn(async move {
@@ -379,6 +381,8 @@ struct ShadowCall {
     object: Option<Box<RawValue>>,
     budget: Budget,
     decided: oneshot::Receiver<bool>,
+    /// The review's span: the call's span is its child even if it ends after it.
+    trace: Parent,
 }
 
 /// What the shadow webhook said, before comparing.
@@ -393,8 +397,15 @@ enum Said {
 impl ShadowCall {
     async fn run(self) -> ShadowReport {
         let mutating = self.phase == Phase::Mutating;
-        let called =
-            call::call(&self.hook, &self.request, &self.budget, self.object.as_deref(), mutating).await;
+        let mut called = call::call(
+            &self.hook,
+            &self.request,
+            &self.budget,
+            self.object.as_deref(),
+            mutating,
+            &self.trace,
+        )
+        .await;
         let (said, detail) = match &called.attempt {
             Attempt::Answered(response) if !response.allowed => {
                 let status = super::verdict::rejection(&self.hook.name, response.status.as_ref());
@@ -414,6 +425,15 @@ impl ShadowCall {
             }
             Attempt::OutOfBudget { .. } => (Said::Failed("budget_exhausted"), String::new()),
         };
+        if let Some(span) = called.span.take() {
+            let (outcome, error) = match said {
+                Said::Allowed | Said::Mutates(_) => ("allowed", None),
+                Said::Denied => ("denied", None),
+                Said::Failed(reason) => ("error", Some(reason)),
+            };
+            let mode = self.mode.as_str();
+            span.end(CallEnd { round: 0, mode, outcome, error, http_status: called.http_status });
+        }
         let (result, paths) = match said {
             Said::Failed(reason) => (ShadowResult::Error(reason), Vec::new()),
             Said::Mutates(paths) => (ShadowResult::Disagree(Disagreement::Mutate), paths),

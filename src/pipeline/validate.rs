@@ -46,10 +46,10 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     if matched.is_empty() {
         return Ok(());
     }
-    let (request, budget) = (review.request, review.budget);
+    let (request, budget, trace) = (review.request, review.budget, &review.trace);
     let object = review.object.raw();
     let results =
-        join_all(matched.iter().map(|hook| call::call(hook, request, &budget, object, false))).await;
+        join_all(matched.iter().map(|hook| call::call(hook, request, &budget, object, false, trace))).await;
 
     let mut failures = Vec::new();
     // `index` is the position among the matching webhooks (§12.4).
@@ -70,7 +70,7 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
             }
         };
         if let Judgement::Fail(status) =
-            review.explain_call(hook, PHASE, 0, &called, judged, Mutation::default())
+            review.explain_call(hook, PHASE, 0, &mut called, judged, Mutation::default())
         {
             failures.push(status);
         }

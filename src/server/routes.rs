@@ -80,9 +80,13 @@ async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener)
 /// the caller's version.
 async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let received = Instant::now();
+    // Tracing on: the server span, child of the caller's `traceparent` (src/traces.rs).
+    let mut span = state.traces.as_ref().map(|traces| traces.review(request.headers(), stage));
     let timeout = match body::caller_timeout(request.uri().query()) {
         Ok(timeout) => timeout,
-        Err(message) => return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message),
+        Err(message) => {
+            return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message, span)
+        }
     };
     let declared = request
         .headers()
@@ -104,16 +108,16 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         Ok(body) => body,
         Err(ReadError::TooLarge) => {
             let message = format!("request body is larger than {MAX_REVIEW_BYTES} bytes");
-            return reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message);
+            return reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message, span);
         }
         Err(ReadError::Unreadable(message)) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message);
+            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message, span);
         }
     };
     let review = match decode::review(&body) {
         Ok(review) => review,
         Err(error) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string())
+            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
         }
     };
     drop(body);
@@ -123,12 +127,16 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let budget = Budget::new(received, timeout, &snapshot.settings);
     let request = &review.request;
     let resource = review.resource();
-    let span = tracing::info_span!(
+    let log_span = tracing::info_span!(
         "admission_review",
         uid = %Untrusted(&request.uid),
         stage = stage.as_str(),
         generation = snapshot.generation,
     );
+    if let Some(span) = &mut span {
+        span.request(&review);
+    }
+    let trace = span.as_ref().map(|span| span.parent().clone()).unwrap_or_default();
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
     let outcome = pipeline::review(
@@ -139,11 +147,15 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         budget,
         explanation,
         &state.shadows,
+        trace,
     )
-    .instrument(span.clone())
+    .instrument(log_span.clone())
     .await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
+    if let Some(span) = span {
+        span.answered(answer.allowed, u16::try_from(code).unwrap_or(0));
+    }
     state.metrics.review(stage, &outcome);
     let elapsed = received.elapsed();
     let in_gateway = webhooks::record(&outcome, review.operation().as_str(), elapsed);
@@ -244,7 +256,11 @@ fn reject(
     code: StatusCode,
     reason: &'static str,
     message: &str,
+    span: Option<crate::traces::ReviewSpan>,
 ) -> Response<Full<Bytes>> {
+    if let Some(span) = span {
+        span.refused(code.as_u16(), reason);
+    }
     tracing::warn!(
         stage = stage.as_str(),
         reason,

@@ -30,5 +30,6 @@ mod readiness;
 mod registration;
 mod reload_and_tls;
 mod safe_reload;
+mod traces;
 mod upstream_tls;
 mod validating;

@@ -119,6 +119,11 @@ fn describe() {
         "Shadow and canary-shadowed webhook results compared with the enforced decision, by webhook, configuration, type, mode, result and disagreement."
     );
     describe_counter!(
+        crate::traces::DROPPED_METRIC,
+        "Spans dropped because the export queue (--otlp-endpoint) was full."
+    );
+    describe_counter!(crate::traces::FAILED_METRIC, "Spans in OTLP export requests that failed.");
+    describe_counter!(
         crate::pipeline::shadow::WARN_DENIALS_METRIC,
         "Warn-mode denials turned into warnings, by webhook and configuration."
     );

@@ -1,7 +1,7 @@
 //! `MockWebhook`: a real HTTPS admission webhook on 127.0.0.1, with a certificate from the test
 //! CA. Its answer is a closure of the AdmissionReview it receives; it records every request
-//! (the review, the `?timeout=` and the path) so a scenario can count calls and read what the
-//! gateway sent.
+//! (the review, the `?timeout=`, the path and the headers) so a scenario can count calls and
+//! read what the gateway sent.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,9 +41,15 @@ pub struct Received {
     pub timeout: Option<String>,
     /// The body: an AdmissionReview (`Null` if it was not JSON).
     pub review: Value,
+    pub headers: http::HeaderMap,
 }
 
 impl Received {
+    /// A request header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
     pub fn uid(&self) -> &str {
         self.review["request"]["uid"].as_str().unwrap_or_default()
     }
@@ -167,13 +173,14 @@ async fn handle(
         .uri()
         .query()
         .and_then(|query| query.split('&').find_map(|pair| pair.strip_prefix("timeout=")).map(str::to_owned));
+    let headers = request.headers().clone();
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
         Err(_) => Bytes::new(),
     };
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let mut reply = behaviour(&review);
-    received.lock().unwrap().push(Received { path, timeout, review });
+    received.lock().unwrap().push(Received { path, timeout, review, headers });
     loop {
         match reply {
             Reply::After(delay, then) => {

@@ -5,6 +5,7 @@ pub mod binary;
 pub mod control_plane;
 pub mod gateway;
 pub mod mock_webhook;
+pub mod otlp;
 pub mod prometheus;
 
 use std::future::Future;

@@ -199,11 +199,12 @@ start_gateway() {
         --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" > /dev/null 2> "$WORK/$name.log" &
     GW_PID[$name]=$!
     PIDS+=("$!")
-    wait_line "$WORK/$name.log" ' serving ' "gateway $name" "${GW_PID[$name]}"
+    # Its default log format, JSON lines, as deployed: one info line per review.
+    wait_line "$WORK/$name.log" '"message":"serving"' "gateway $name" "${GW_PID[$name]}"
     GW_START_MS[$name]=$((($(date +%s%N) - started) / 1000000))
-    line=$(grep -m1 ' serving ' "$WORK/$name.log")
-    GW_ADDR[$name]=$(sed -n 's/.* address=\([0-9.:]*\).*/\1/p' <<< "$line")
-    GW_METRICS[$name]=$(sed -n 's/.*metrics_address=\([0-9.:]*\).*/\1/p' <<< "$line")
+    line=$(grep -m1 '"message":"serving"' "$WORK/$name.log")
+    GW_ADDR[$name]=$(sed -n 's/.*"address":"\([0-9.:]*\)".*/\1/p' <<< "$line")
+    GW_METRICS[$name]=$(sed -n 's/.*"metrics_address":"\([0-9.:]*\)".*/\1/p' <<< "$line")
     [ "$(curl -s "http://${GW_METRICS[$name]}/readyz")" = ok ] || die "gateway $name: /readyz is not ok"
     sleep 0.2
     GW_IDLE_MIB[$name]=$(awk -v k="$(memory_kb VmRSS "${GW_PID[$name]}")" 'BEGIN { printf "%.1f", k / 1024 }')
@@ -501,7 +502,7 @@ standard_figures() {
 
 gateway_log_note() { # warnings and errors in a gateway's log
     local n
-    n=$(grep -cE ' (WARN|ERROR) ' "$WORK/$1.log" || true)
+    n=$(grep -cE '"level":"(WARN|ERROR)"' "$WORK/$1.log" || true)
     echo "  gateway log ($1): $n WARN/ERROR lines (RUST_LOG=$RUST_LOG)"
 }
 

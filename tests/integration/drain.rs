@@ -49,3 +49,105 @@ async fn draining_fails_readiness_at_once_keeps_serving_for_the_delay_then_stops
     assert!(after.is_err(), "no new connections once drained: {after:?}");
     assert_eq!(deny.calls(), 2);
 }
+
+/// A rolling restart under load, as a Service in front of two replicas makes it: each client
+/// keeps a keep-alive connection to a replica; when it must open a new one (the first, or after
+/// `Connection: close`, or after an error) it picks a replica whose `/readyz` is 200 (the
+/// endpoints controller's view). Replica A drains while the clients run: not one review is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_under_load_loses_no_review() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let allow = MockWebhook::allowing().spawn().await;
+    let a = TestGateway::validating([webhook("allow.rolling.example.com", &allow)]).await;
+    let b = TestGateway::validating([webhook("allow.rolling.example.com", &allow)]).await;
+    let replicas = [(a.address(), a.metrics_address()), (b.address(), b.metrics_address())];
+    let review = Bytes::from(fixtures::review(POD_CREATE).to_string());
+    let (answered, lost, reconnects) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let mut clients = Vec::new();
+    for client in 0..8usize {
+        let (review, answered, lost, reconnects, stop) =
+            (review.clone(), answered.clone(), lost.clone(), reconnects.clone(), stop.clone());
+        clients.push(tokio::spawn(async move {
+            let mut connection: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>> = None;
+            let mut turn = client;
+            while !stop.load(Ordering::Relaxed) {
+                if connection.as_ref().is_none_or(|c| c.is_closed()) {
+                    reconnects.fetch_add(1, Ordering::Relaxed);
+                    connection = connect_to_a_ready_replica(&replicas, &mut turn).await;
+                    if connection.is_none() {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                }
+                let sender = connection.as_mut().unwrap();
+                let request = http::Request::post("/validate")
+                    .header(http::header::HOST, "127.0.0.1")
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(review.clone()))
+                    .unwrap();
+                match sender.send_request(request).await {
+                    Ok(response) if response.status() == 200 => {
+                        answered.fetch_add(1, Ordering::Relaxed);
+                        if response.headers().get(http::header::CONNECTION).is_some_and(|v| v == "close") {
+                            connection = None;
+                        }
+                    }
+                    _ => {
+                        lost.fetch_add(1, Ordering::Relaxed);
+                        connection = None;
+                    }
+                }
+            }
+        }));
+    }
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = answered.load(Ordering::Relaxed);
+    a.drain(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.unwrap();
+    }
+
+    let (answered, lost) = (answered.load(Ordering::Relaxed), lost.load(Ordering::Relaxed));
+    assert!(before > 20 && answered > before + 20, "load ran throughout: {before} then {answered}");
+    assert_eq!(lost, 0, "{lost} reviews lost of {answered}");
+    assert!(reconnects.load(Ordering::Relaxed) > 8, "the clients moved to replica B");
+    drop(b);
+}
+
+/// A new HTTP/1.1 TLS connection to the next replica (round robin from `turn`) whose
+/// `/readyz` answers 200.
+async fn connect_to_a_ready_replica(
+    replicas: &[(std::net::SocketAddr, std::net::SocketAddr)],
+    turn: &mut usize,
+) -> Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>> {
+    for _ in 0..replicas.len() {
+        *turn += 1;
+        let (address, metrics) = replicas[*turn % replicas.len()];
+        let readyz =
+            http::Request::get(format!("http://{metrics}/readyz")).body(Full::new(Bytes::new())).unwrap();
+        if !matches!(send(&http_client(), readyz).await, Ok((200, _))) {
+            continue;
+        }
+        let connector =
+            tokio_rustls::TlsConnector::from(std::sync::Arc::new(crate::support::client_tls(ca())));
+        let Ok(tcp) = tokio::net::TcpStream::connect(address).await else { continue };
+        let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let Ok(tls) = connector.connect(name, tcp).await else { continue };
+        let Ok((sender, connection)) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await
+        else {
+            continue;
+        };
+        tokio::spawn(connection);
+        return Some(sender);
+    }
+    None
+}

@@ -12,6 +12,7 @@ mod cli_contract;
 mod client_auth;
 mod cluster;
 mod control_plane;
+mod deploy;
 mod drain;
 mod equivalence;
 mod failure_policy;

@@ -301,6 +301,7 @@ async fn every_overlay_passes_a_real_api_server_and_a_misspelt_one_does_not() {
         };
         let name = misspelt.trim_end_matches(':');
         assert!(refused.contains(name), "{file} with {name} was not refused: {refused:?}");
-        println!("mutant {file}: {field} -> {misspelt}: refused");
+        let why = refused.lines().find(|line| line.contains(name)).unwrap_or_default();
+        println!("mutant {file}: {field} -> {misspelt}: refused: {why}");
     }
 }

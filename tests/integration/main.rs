@@ -13,6 +13,7 @@ mod client_auth;
 mod cluster;
 mod control_plane;
 mod deploy;
+mod differential;
 mod drain;
 mod equivalence;
 mod failure_policy;

@@ -85,10 +85,11 @@ const EXERCISED: [(&str, &str); 10] = [
 ];
 
 /// The operations where a known difference shows.
-const KNOWN_DIFFERENCES: [(&str, Known); 3] = [
+const KNOWN_DIFFERENCES: [(&str, Known); 4] = [
     ("pod create in dead-fail", Known::CallErrorPhrase),
     ("configmap create in locked, data disallowed (two denials)", Known::SeveralDenials),
     ("configmap create in dead-fail", Known::CallErrorPhrase),
+    ("configmap create in slow-fail (times out)", Known::CallErrorPhrase),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -193,6 +194,12 @@ fn fleet(agnhost: u16, dead: u16) -> String {
                 json!({"failurePolicy": "Ignore", "namespaceSelector": {"matchLabels": {"dead": "ignore"}}})),
             hook("dead-fail.e2e.example.com", &dead, rule(&["CREATE"], &["pods", "configmaps"]),
                 json!({"namespaceSelector": {"matchLabels": {"dead": "fail"}}})),
+            // Answers after 5 s: a timeout at 2 s, under Ignore and under Fail.
+            hook("slow-ignore.e2e.example.com", &at("/always-allow-delay-5s"), rule(&["CREATE"], &["configmaps"]),
+                json!({"failurePolicy": "Ignore", "timeoutSeconds": 2,
+                    "namespaceSelector": {"matchLabels": {"slow": "ignore"}}})),
+            hook("slow-fail.e2e.example.com", &at("/always-allow-delay-5s"), rule(&["CREATE"], &["configmaps"]),
+                json!({"timeoutSeconds": 2, "namespaceSelector": {"matchLabels": {"slow": "fail"}}})),
         ],
     });
     format!(
@@ -281,6 +288,16 @@ fn script() -> Vec<Step> {
             "namespace create dead-fail",
             namespace("dead-fail", json!({"e2e": "enabled", "dead": "fail"})),
             ["namespace", "", "dead-fail"],
+        ),
+        create(
+            "namespace create slow-ignore",
+            namespace("slow-ignore", json!({"e2e": "enabled", "slow": "ignore"})),
+            ["namespace", "", "slow-ignore"],
+        ),
+        create(
+            "namespace create slow-fail",
+            namespace("slow-fail", json!({"e2e": "enabled", "slow": "fail"})),
+            ["namespace", "", "slow-fail"],
         ),
         run(
             "namespace create plain (unlabelled)",
@@ -429,6 +446,21 @@ fn script() -> Vec<Step> {
             "configmap create in dead-fail",
             configmap("dead-fail", "cm", none.clone(), Some(json!({"a": "b"}))),
             ["configmap", "dead-fail", "cm"],
+        ),
+        create(
+            "configmap create in slow-ignore (times out)",
+            configmap("slow-ignore", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "slow-ignore", "cm"],
+        ),
+        create(
+            "configmap create in slow-fail (times out)",
+            configmap("slow-fail", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "slow-fail", "cm"],
+        ),
+        create(
+            "configmap create in a namespace that does not exist",
+            configmap("ghost", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "ghost", "cm"],
         ),
         create(
             "configmap create in plain",

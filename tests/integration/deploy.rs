@@ -47,10 +47,13 @@ async fn kustomize(cluster: &ControlPlane, dir: &Path) -> Result<Vec<Value>, Str
         .collect())
 }
 
-/// `kubectl apply --dry-run=server -f -` of the objects as one List. The only rewrite: the
+/// The label the overlays put on the registrations, so that they are applied last.
+const REGISTRATION_LABEL: &str = "admission-gateway/registration";
+
+/// `kubectl apply --dry-run=server -l SELECTOR -f -` of the objects as one List. The only rewrite: the
 /// test API server is v1.20, which serves PodDisruptionBudget as policy/v1beta1 only (policy/v1
 /// arrived in 1.21 with the same spec fields), so a policy/v1 one is checked as v1beta1.
-async fn dry_run(cluster: &ControlPlane, objects: &[Value]) -> Result<String, String> {
+async fn dry_run(cluster: &ControlPlane, objects: &[Value], selector: &str) -> Result<String, String> {
     let items: Vec<Value> = objects
         .iter()
         .cloned()
@@ -65,7 +68,7 @@ async fn dry_run(cluster: &ControlPlane, objects: &[Value]) -> Result<String, St
     let output = cluster
         .kubectl_with_stdin(
             Identity::Admin,
-            &["apply", "--dry-run=server", "--validate=strict", "-f", "-"],
+            &["apply", "--dry-run=server", "--validate=strict", "-l", selector, "-f", "-"],
             Some(list),
         )
         .await;
@@ -172,6 +175,11 @@ fn check_invariants(overlay: &str, objects: &[Value]) {
         })
         .collect();
     assert!(!registrations.is_empty(), "{overlay}: no registration");
+    for object in objects {
+        let labelled = object["metadata"]["labels"][REGISTRATION_LABEL] == "true";
+        let registration = object["kind"].as_str().unwrap().ends_with("WebhookConfiguration");
+        assert_eq!(labelled, registration, "{overlay}: {REGISTRATION_LABEL} on {} only", "the registrations");
+    }
     for registration in &registrations {
         for webhook in registration["webhooks"].as_array().unwrap() {
             let called = &webhook["clientConfig"]["service"];
@@ -280,11 +288,21 @@ async fn every_overlay_passes_a_real_api_server_and_a_misspelt_one_does_not() {
             .await
             .unwrap_or_else(|e| panic!("kubectl kustomize deploy/overlays/{overlay}: {e}"));
         check_invariants(overlay, &objects);
-        let applied = dry_run(&cluster, &objects)
-            .await
-            .unwrap_or_else(|e| panic!("deploy/overlays/{overlay} refused by the API server:\n{e}"));
-        let created = applied.lines().filter(|line| line.contains("(server dry run)")).count();
-        assert_eq!(created, objects.len(), "{overlay}: every object dry-run:\n{applied}");
+        // In the README's rollout order: everything but the registration, then the registration.
+        let registrations =
+            objects.iter().filter(|o| o["kind"].as_str().unwrap().ends_with("WebhookConfiguration")).count();
+        let mut accepted = Vec::new();
+        for selector in [format!("{REGISTRATION_LABEL}!=true"), format!("{REGISTRATION_LABEL}=true")] {
+            let applied = dry_run(&cluster, &objects, &selector).await.unwrap_or_else(|e| {
+                panic!("deploy/overlays/{overlay} ({selector}) refused by the API server:\n{e}")
+            });
+            accepted.push(applied.lines().filter(|line| line.contains("(server dry run)")).count());
+        }
+        assert_eq!(
+            accepted,
+            [objects.len() - registrations, registrations],
+            "{overlay}: objects dry-run per step"
+        );
         println!("deploy/overlays/{overlay}: {} objects accepted (server dry run)", objects.len());
     }
 
@@ -297,7 +315,7 @@ async fn every_overlay_passes_a_real_api_server_and_a_misspelt_one_does_not() {
         std::fs::write(&path, original.replacen(field, misspelt, 1)).unwrap();
         let refused = match kustomize(&cluster, &copy.path().join("overlays").join(overlay)).await {
             Err(error) => error,
-            Ok(objects) => dry_run(&cluster, &objects).await.err().unwrap_or_default(),
+            Ok(objects) => dry_run(&cluster, &objects, "").await.err().unwrap_or_default(),
         };
         let name = misspelt.trim_end_matches(':');
         assert!(refused.contains(name), "{file} with {name} was not refused: {refused:?}");

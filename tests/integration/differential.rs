@@ -757,7 +757,12 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
             cell(&gateway.summary(), 44)
         );
     }
-    println!("({} operations, {:.1} s)", steps.len(), started.elapsed().as_secs_f64());
+    println!(
+        "({} operations, {:.1} s; \"unwrapped\": equal once the API server's wrapper naming the gateway's \
+         webhook is taken off, README: \"its messages wrap ours once more\")",
+        steps.len(),
+        started.elapsed().as_secs_f64()
+    );
     if std::env::var_os("E2E_DUMP").is_some() {
         for (step, (direct, _)) in steps.iter().zip(&direct) {
             println!("{}: {direct:?}", step.name);

@@ -167,7 +167,9 @@ fn fleet(agnhost: u16, dead: u16) -> String {
         "metadata": {"name": "e2e-mutating"},
         "webhooks": [
             hook("add-label.e2e.example.com", &at("/add-label"),
-                rule(&["CREATE"], &["pods", "configmaps", "namespaces"]), json!({})),
+                rule(&["CREATE"], &["pods", "configmaps", "namespaces"]),
+                // Called with AdmissionReview v1beta1, by either.
+                json!({"admissionReviewVersions": ["v1beta1"]})),
             hook("mutate-pods.e2e.example.com", &at("/mutating-pods"),
                 rule(&["CREATE"], &["pods"]), json!({"sideEffects": "NoneOnDryRun"})),
             hook("mutate-configmaps-1.e2e.example.com", &at("/mutating-configmaps"),
@@ -654,6 +656,18 @@ async fn run_script(mode: Mode, fleet_yaml: &str) -> Vec<(Outcome, bool)> {
         }
     }
     wait_until_in_force(&cluster).await;
+    let registered = cluster
+        .kubectl_ok(
+            Identity::Admin,
+            &["get", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"],
+        )
+        .await;
+    let expected = match mode {
+        Mode::Direct => ["e2e-mutating", "e2e-validating"],
+        Mode::Gateway => ["admission-gateway", "admission-gateway"],
+    };
+    let names: Vec<&str> = registered.lines().map(|line| line.rsplit('/').next().unwrap()).collect();
+    assert_eq!(names, expected, "{mode:?}: what the API server calls");
 
     let mut outcomes = Vec::new();
     for step in script() {

@@ -271,8 +271,34 @@ const MUTANTS: [(&str, &str, &str, &str); 4] = [
     ("overlays/sidecar/deployment.yaml", "readOnlyRootFilesystem:", "readOnlyRootFileSystem:", "sidecar"),
 ];
 
+/// A change the API server accepts but a promise of the manifests does not: (file, text, changed
+/// to, overlay, what the failed check says).
+const BROKEN_PROMISES: [(&str, &str, &str, &str, &str); 3] = [
+    (
+        "components/production/kustomization.yaml",
+        "--drain-delay=10s",
+        "--drain-delay=20s",
+        "standalone",
+        "terminationGracePeriodSeconds 45 < --drain-delay 20 s",
+    ),
+    (
+        "components/production/pdb.yaml",
+        "app.kubernetes.io/name: admission-gateway",
+        "app.kubernetes.io/name: admission-gatewy",
+        "cert-manager",
+        "PDB selector",
+    ),
+    (
+        "overlays/cert-manager/certificate.yaml",
+        "secretName: admission-gateway-tls",
+        "secretName: admission-gateway-cert",
+        "cert-manager",
+        "the Certificate fills the mounted Secret",
+    ),
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_overlay_passes_a_real_api_server_and_a_misspelt_one_does_not() {
+async fn every_overlay_passes_a_real_api_server_and_broken_ones_do_not() {
     let cluster = ControlPlane::start().await;
     prepare(&cluster).await;
     let deploy = PathBuf::from(REPOSITORY).join("deploy");
@@ -321,5 +347,23 @@ async fn every_overlay_passes_a_real_api_server_and_a_misspelt_one_does_not() {
         assert!(refused.contains(name), "{file} with {name} was not refused: {refused:?}");
         let why = refused.lines().find(|line| line.contains(name)).unwrap_or_default();
         println!("mutant {file}: {field} -> {misspelt}: refused: {why}");
+    }
+
+    for (file, text, changed, overlay, says) in BROKEN_PROMISES {
+        let copy = tempfile::tempdir().unwrap();
+        copy_tree(&deploy, copy.path());
+        let path = copy.path().join(file);
+        let original = std::fs::read_to_string(&path).unwrap();
+        assert!(original.contains(text), "{file} has {text:?}");
+        std::fs::write(&path, original.replacen(text, changed, 1)).unwrap();
+        let objects = kustomize(&cluster, &copy.path().join("overlays").join(overlay)).await.unwrap();
+        let failed = std::panic::catch_unwind(|| check_invariants(overlay, &objects)).expect_err(file);
+        let message = failed
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| failed.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        assert!(message.contains(says), "{file}: {text} -> {changed}: {message}");
+        println!("broken promise {file}: {text:?} -> {changed:?}: caught: {says}");
     }
 }

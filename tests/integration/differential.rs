@@ -635,8 +635,7 @@ async fn run_script(mode: Mode, fleet_yaml: &str) -> Vec<(Outcome, bool)> {
             cluster.apply_ok(Identity::Admin, fleet_yaml).await;
         }
         Mode::Gateway => {
-            let served = start_gateway(&cluster, dir.path(), &fleet_dir).await;
-            let (served, address) = served;
+            let (served, address) = start_gateway(&cluster, dir.path(), &fleet_dir).await;
             let ca_file = binary::write(dir.path(), "gateway-ca.pem", &ca().cert_pem);
             let registration = binary::run(&[
                 "registration",
@@ -766,7 +765,7 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
         };
         println!(
             "| {} | {} | {} | {verdict} |",
-            cell(step.name, 52),
+            cell(step.name, 58),
             cell(&direct.summary(), 44),
             cell(&gateway.summary(), 44)
         );

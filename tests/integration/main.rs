@@ -13,6 +13,8 @@ mod cli_contract;
 mod client_auth;
 mod cluster;
 mod control_plane;
+mod deploy;
+mod differential;
 mod drain;
 mod equivalence;
 mod failure_policy;

@@ -1,5 +1,5 @@
-//! The real binary: `registration`, its output against `deploy/base/registration.yaml`, its
-//! exit codes and its warnings.
+//! The real binary: `registration`, its output against each overlay's `registration.yaml` under
+//! `deploy/overlays`, its exit codes and its warnings.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -11,9 +11,32 @@ use crate::support::{ca, mutating, validating, webhook_at, Fleet};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_admission-gateway");
 const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
-/// The command `deploy/base/registration.yaml` is the output of, run from the repository root.
-const DEPLOY_BASE_COMMAND: [&str; 5] =
-    ["registration", "--config", "deploy/base/fleet", "--service", "admission-gateway/admission-gateway:443"];
+/// The Service every overlay registers the gateway as (deploy/base: its namespace, Service, port).
+const SERVICE: &str = "admission-gateway/admission-gateway:443";
+/// Each generated registration under deploy/ and the command it is the output of, run from the
+/// repository root (the overlay that takes no registration of its own is not listed).
+const DEPLOY_REGISTRATIONS: [(&str, &[&str]); 3] = [
+    (
+        "deploy/overlays/standalone/registration.yaml",
+        &["registration", "--config", "deploy/base/fleet", "--service", SERVICE],
+    ),
+    (
+        "deploy/overlays/cert-manager/registration.yaml",
+        &[
+            "registration",
+            "--config",
+            "deploy/base/fleet",
+            "--service",
+            SERVICE,
+            "--inject-ca-from",
+            "admission-gateway/admission-gateway",
+        ],
+    ),
+    (
+        "deploy/overlays/sidecar/registration.yaml",
+        &["registration", "--config", "deploy/overlays/sidecar/fleet", "--service", SERVICE],
+    ),
+];
 /// Nobody listens there; the binary never calls the fleet.
 const NOWHERE: &str = "https://127.0.0.1:1/";
 
@@ -45,23 +68,29 @@ fn write(dir: &Path, name: &str, content: &str) -> String {
 }
 
 #[test]
-fn deploy_base_registration_is_what_the_command_prints() {
-    let output = run(&DEPLOY_BASE_COMMAND);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let file = std::fs::read_to_string(Path::new(REPOSITORY).join("deploy/base/registration.yaml")).unwrap();
-    let command = format!("admission-gateway {}", DEPLOY_BASE_COMMAND.join(" "));
-    assert!(
-        file.lines().next().is_some_and(|line| line.starts_with('#') && line.contains(&command)),
-        "the file's first line gives the command that regenerates it: {command}"
-    );
-    assert!(
-        text(&output.stdout) == file,
-        "deploy/base/registration.yaml has drifted from the command's output; regenerate it with\n  \
-         cargo run -q -- {} > deploy/base/registration.yaml",
-        DEPLOY_BASE_COMMAND.join(" ")
-    );
+fn every_deploy_registration_is_what_its_command_prints() {
+    for (file, command) in DEPLOY_REGISTRATIONS {
+        let output = run(command);
+        assert_eq!(output.status.code(), Some(0), "{file}: {}", text(&output.stderr));
+        let content = std::fs::read_to_string(Path::new(REPOSITORY).join(file)).unwrap();
+        let line = format!("admission-gateway {}", command.join(" "));
+        assert!(
+            content.lines().next().is_some_and(|first| first.starts_with('#') && first.contains(&line)),
+            "{file}: the first line gives the command that regenerates it: {line}"
+        );
+        assert!(
+            text(&output.stdout) == content,
+            "{file} has drifted from the command's output; regenerate it with\n  cargo run -q -- {} > {file}",
+            command.join(" ")
+        );
+        let overlay = Path::new(file).parent().unwrap();
+        let kustomization =
+            std::fs::read_to_string(Path::new(REPOSITORY).join(overlay).join("kustomization.yaml"));
+        let resources = yaml_documents(&kustomization.unwrap()).remove(0)["resources"].clone();
+        assert!(resources.as_array().unwrap().contains(&json!("registration.yaml")), "{file}: {resources:?}");
+    }
 
-    // The command's --service is the one the base deploys: its namespace, Service and port.
+    // The overlays' --service is the one the base deploys: its namespace, Service and port.
     let read = |file: &str| -> Value {
         let text = std::fs::read_to_string(Path::new(REPOSITORY).join("deploy/base").join(file)).unwrap();
         yaml_documents(&text).remove(0)
@@ -76,9 +105,7 @@ fn deploy_base_registration_is_what_the_command_prints() {
         service["metadata"]["name"].as_str().unwrap(),
         https_port["port"]
     );
-    assert_eq!(DEPLOY_BASE_COMMAND[4], deployed);
-    let resources = kustomization["resources"].as_array().unwrap();
-    assert!(resources.contains(&json!("registration.yaml")), "{resources:?}");
+    assert_eq!(SERVICE, deployed);
 }
 
 #[test]

@@ -452,6 +452,30 @@ fn free_ports() -> [u16; 3] {
     listeners.map(|listener| listener.local_addr().expect("local address").port())
 }
 
+/// A helper server started by a scenario (e.g. agnhost's webhook) under the same watchdog as etcd
+/// and the API server: stopped when dropped, and when the test binary exits however it exits.
+pub struct Helper(Supervised);
+
+impl Helper {
+    /// Starts `program ARGS…` with its output in `log`; panics if it cannot be started.
+    pub fn spawn(name: &'static str, program: &Path, args: &[String], log: &Path) -> Helper {
+        match Supervised::spawn(name, program, args, log) {
+            Ok(process) => Helper(process),
+            Err(StartError::Exited(why) | StartError::Failed(why)) => panic!("{why}"),
+        }
+    }
+
+    /// Whether it has exited.
+    pub fn exited(&mut self) -> bool {
+        self.0.exited().is_some()
+    }
+
+    /// The last lines of its log.
+    pub fn log_tail(&self) -> String {
+        self.0.log_tail()
+    }
+}
+
 /// One server process under its watchdog. `sh` keeps the read end of a pipe from this process
 /// on a background watcher, then `exec`s the server (same pid). When the pipe closes — `stop`,
 /// or this process gone for any reason — the watcher sends SIGTERM, then SIGKILL after 5 s.

@@ -1,0 +1,790 @@
+//! The end-to-end differential suite: the same fleet of real webhooks — agnhost's `webhook`,
+//! Kubernetes' own conformance-test webhook (`test/images/agnhost/webhook`), plus a dead address
+//! under Ignore and one under Fail — and the same scripted kubectl operations, run twice against
+//! a fresh real kube-apiserver (`support::control_plane`):
+//! 1. **direct**: the fleet's Mutating/ValidatingWebhookConfigurations applied to the API server;
+//! 2. **gateway**: the real `admission-gateway serve` binary in cluster mode (the grants of
+//!    `deploy/base/rbac.yaml`) with the same manifests as files, and only its own registration
+//!    (`admission-gateway registration --url … --ca-bundle …`) applied.
+//!
+//! Per operation it compares kubectl's exit code, the error (webhook name and text), what kubectl
+//! printed and the stored object (labels, annotations, init containers, data, namespace phase;
+//! not uid, resourceVersion, timestamps, managedFields), prints the table, and fails on any
+//! difference that README.md's "Where the gateway knowingly differs" does not list.
+//! Everything listens on and is called at 127.0.0.1. Needs `bash tests/control-plane/build.sh`.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::support::binary::{self, Served};
+use crate::support::control_plane::{kube_binary, ControlPlane, Helper, Identity};
+use crate::support::{ca, eventually, https_client, loopback_certificate};
+
+const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
+/// The gateway's registration names (`registration` default `--name`, its webhook names).
+const GATEWAY_WEBHOOKS: [&str; 2] = ["mutate.admission-gateway.io", "validate.admission-gateway.io"];
+
+/// A difference README.md's "Where the gateway knowingly differs" lists, with the words of its
+/// bullet (the suite checks the README still says so) and what must still hold.
+#[derive(Clone, Copy, Debug)]
+enum Known {
+    /// Several validating webhooks deny: the API server returns the first to complete, the
+    /// gateway the first in configuration order with every denial in it. The exit code, output
+    /// and stored object must be the same, and the API server's denial one of the gateway's.
+    SeveralDenials,
+    /// A transport failure: v1.20 writes `failed calling webhook "X": Post …`, the gateway (as
+    /// later releases) `failed calling webhook "X": failed to call webhook: Post …`. Equal once
+    /// that phrase is taken off.
+    CallErrorPhrase,
+}
+
+impl Known {
+    fn bullet(self) -> &'static str {
+        match self {
+            Known::SeveralDenials => "**Several validating denials**",
+            Known::CallErrorPhrase => "**The API server's version**",
+        }
+    }
+
+    fn reconciles(self, direct: &Outcome, gateway: &Outcome) -> bool {
+        match self {
+            Known::SeveralDenials => {
+                let denial = direct.error.split("error when creating \"STDIN\": ").nth(1).unwrap_or("?");
+                direct.exit == gateway.exit
+                    && direct.output == gateway.output
+                    && direct.stored == gateway.stored
+                    && gateway.error.contains(denial)
+            }
+            Known::CallErrorPhrase => {
+                let error = gateway.error.replace(": failed to call webhook: ", ": ");
+                Outcome { error, ..gateway.clone() } == *direct
+            }
+        }
+    }
+}
+
+/// What the direct run must show, so that a suite in which no webhook was called cannot pass:
+/// (operation, what must appear in its outcome).
+const EXERCISED: [(&str, &str); 10] = [
+    ("namespace create open (e2e=enabled)", r#"stored: "{\"labels\":{\"added-label\":\"yes\""#),
+    ("namespace create plain (unlabelled)", r#"\"labels\":null"#),
+    (
+        "pod dry-run create webhook-to-be-mutated",
+        r#"output: "{\"containers\":[\"main=\\\"registry.k8s.io/pause:3.2\\\"\"],\"initContainers\":[\"webhook-added-init-container"#,
+    ),
+    ("pod dry-run create webhook-to-be-mutated", "NotFound"),
+    ("pod create webhook-to-be-mutated", "webhook-added-init-container"),
+    ("configmap create allowed", r#"\"mutation-stage-1\":\"yes\",\"mutation-stage-2\":\"yes\""#),
+    ("configmap dry-run create", r#"\"mutation-stage-2\":\"yes\""#),
+    ("pod create in dead-ignore", "exit: 0"),
+    ("pod create in dead-fail", r#"failed calling webhook \"dead-fail.e2e.example.com\""#),
+    ("configmap delete nondeletable", "the configmap cannot be deleted"),
+];
+
+/// The operations where a known difference shows.
+const KNOWN_DIFFERENCES: [(&str, Known); 4] = [
+    ("pod create in dead-fail", Known::CallErrorPhrase),
+    ("configmap create in locked, data disallowed (two denials)", Known::SeveralDenials),
+    ("configmap create in dead-fail", Known::CallErrorPhrase),
+    ("configmap create in slow-fail (times out)", Known::CallErrorPhrase),
+];
+
+// ---------------------------------------------------------------------------------------------
+// The fleet
+
+/// agnhost's webhook on 127.0.0.1, serving the tests' loopback certificate.
+struct Agnhost {
+    _process: Helper,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn start_agnhost() -> Agnhost {
+    let dir = tempfile::tempdir().unwrap();
+    let leaf = loopback_certificate();
+    let cert = binary::write(dir.path(), "tls.crt", &leaf.cert_pem);
+    let key = binary::write(dir.path(), "tls.key", &leaf.key_pem);
+    let port = free_port();
+    let args = vec![
+        "webhook".to_owned(),
+        format!("--tls-cert-file={cert}"),
+        format!("--tls-private-key-file={key}"),
+        format!("--port={port}"),
+    ];
+    let mut process =
+        Helper::spawn("agnhost", &kube_binary("agnhost"), &args, &dir.path().join("agnhost.log"));
+    let client = https_client(ca());
+    let readyz: http::Uri = format!("https://127.0.0.1:{port}/readyz").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(!process.exited(), "agnhost exited:\n{}", process.log_tail());
+        let request = http::Request::get(readyz.clone()).body(Default::default()).unwrap();
+        if matches!(client.request(request).await, Ok(response) if response.status() == 200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "agnhost not ready:\n{}", process.log_tail());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Agnhost { _process: process, port, _dir: dir }
+}
+
+/// One fleet webhook: `path` on agnhost (or the dead address), its rules and scope.
+fn hook(name: &str, url: &str, rules: Value, extra: Value) -> Value {
+    let mut webhook = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca().ca_bundle()},
+        "rules": rules,
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "timeoutSeconds": 5,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+        "namespaceSelector": {"matchLabels": {"e2e": "enabled"}},
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        webhook[key] = value.clone();
+    }
+    webhook
+}
+
+fn rule(operations: &[&str], resources: &[&str]) -> Value {
+    json!([{"operations": operations, "apiGroups": [""], "apiVersions": ["v1"], "resources": resources}])
+}
+
+/// The fleet's manifests, the same text in both runs.
+fn fleet(agnhost: u16, dead: u16) -> String {
+    let at = |path: &str| format!("https://127.0.0.1:{agnhost}{path}");
+    let dead = format!("https://127.0.0.1:{dead}/dead");
+    let mutating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "e2e-mutating"},
+        "webhooks": [
+            hook("add-label.e2e.example.com", &at("/add-label"),
+                rule(&["CREATE"], &["pods", "configmaps", "namespaces"]),
+                // Called with AdmissionReview v1beta1, by either.
+                json!({"admissionReviewVersions": ["v1beta1"]})),
+            hook("mutate-pods.e2e.example.com", &at("/mutating-pods"),
+                rule(&["CREATE"], &["pods"]), json!({"sideEffects": "NoneOnDryRun"})),
+            hook("mutate-configmaps-1.e2e.example.com", &at("/mutating-configmaps"),
+                rule(&["CREATE"], &["configmaps"]), json!({"sideEffects": "NoneOnDryRun"})),
+            hook("mutate-configmaps-2.e2e.example.com", &at("/mutating-configmaps"),
+                rule(&["CREATE"], &["configmaps"]), json!({"sideEffects": "NoneOnDryRun"})),
+        ],
+    });
+    let validating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "e2e-validating"},
+        "webhooks": [
+            hook("deny-pods.e2e.example.com", &at("/pods"), rule(&["CREATE", "UPDATE"], &["pods"]), json!({})),
+            hook("deny-configmaps.e2e.example.com", &at("/configmaps"),
+                rule(&["CREATE", "UPDATE", "DELETE"], &["configmaps"]), json!({})),
+            hook("always-deny-namespace.e2e.example.com", &at("/always-deny"),
+                rule(&["CREATE"], &["pods", "configmaps"]),
+                json!({"namespaceSelector": {"matchLabels": {"lock": "deny"}}})),
+            hook("always-deny-object.e2e.example.com", &at("/always-deny"),
+                rule(&["CREATE"], &["configmaps"]),
+                json!({"namespaceSelector": {}, "objectSelector": {"matchLabels": {"e2e-deny": "true"}}})),
+            hook("dead-ignore.e2e.example.com", &dead, rule(&["CREATE"], &["pods", "configmaps"]),
+                json!({"failurePolicy": "Ignore", "namespaceSelector": {"matchLabels": {"dead": "ignore"}}})),
+            hook("dead-fail.e2e.example.com", &dead, rule(&["CREATE"], &["pods", "configmaps"]),
+                json!({"namespaceSelector": {"matchLabels": {"dead": "fail"}}})),
+            // Answers after 5 s: a timeout at 2 s, under Ignore and under Fail.
+            hook("slow-ignore.e2e.example.com", &at("/always-allow-delay-5s"), rule(&["CREATE"], &["configmaps"]),
+                json!({"failurePolicy": "Ignore", "timeoutSeconds": 2,
+                    "namespaceSelector": {"matchLabels": {"slow": "ignore"}}})),
+            hook("slow-fail.e2e.example.com", &at("/always-allow-delay-5s"), rule(&["CREATE"], &["configmaps"]),
+                json!({"timeoutSeconds": 2, "namespaceSelector": {"matchLabels": {"slow": "fail"}}})),
+        ],
+    });
+    format!(
+        "{}\n---\n{}\n",
+        serde_norway::to_string(&mutating).unwrap(),
+        serde_norway::to_string(&validating).unwrap()
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The script
+
+fn namespace(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+}
+
+fn pod(namespace: &str, name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.2"}]},
+    })
+}
+
+fn configmap(namespace: &str, name: &str, labels: Value, data: Option<Value>) -> Value {
+    let mut object = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+    });
+    if let Some(data) = data {
+        object["data"] = data;
+    }
+    object
+}
+
+/// One kubectl operation and the object to read back afterwards.
+struct Step {
+    name: &'static str,
+    args: Vec<String>,
+    stdin: Option<Value>,
+    /// `[kind, namespace ("" when cluster-scoped), name]`.
+    stored: [&'static str; 3],
+}
+
+fn create(name: &'static str, object: Value, stored: [&'static str; 3]) -> Step {
+    Step { name, args: args(&["create", "-f", "-"]), stdin: Some(object), stored }
+}
+
+fn dry_run(name: &'static str, object: Value, stored: [&'static str; 3]) -> Step {
+    Step {
+        name,
+        args: args(&["create", "--dry-run=server", "-o", "json", "-f", "-"]),
+        stdin: Some(object),
+        stored,
+    }
+}
+
+fn run(name: &'static str, command: &[&str], stored: [&'static str; 3]) -> Step {
+    Step { name, args: args(command), stdin: None, stored }
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn script() -> Vec<Step> {
+    let none = json!({});
+    let disallow = json!({"webhook-e2e-test": "webhook-disallow"});
+    vec![
+        create(
+            "namespace create open (e2e=enabled)",
+            namespace("open", json!({"e2e": "enabled"})),
+            ["namespace", "", "open"],
+        ),
+        create(
+            "namespace create locked (lock=deny)",
+            namespace("locked", json!({"e2e": "enabled", "lock": "deny"})),
+            ["namespace", "", "locked"],
+        ),
+        create(
+            "namespace create dead-ignore",
+            namespace("dead-ignore", json!({"e2e": "enabled", "dead": "ignore"})),
+            ["namespace", "", "dead-ignore"],
+        ),
+        create(
+            "namespace create dead-fail",
+            namespace("dead-fail", json!({"e2e": "enabled", "dead": "fail"})),
+            ["namespace", "", "dead-fail"],
+        ),
+        create(
+            "namespace create slow-ignore",
+            namespace("slow-ignore", json!({"e2e": "enabled", "slow": "ignore"})),
+            ["namespace", "", "slow-ignore"],
+        ),
+        create(
+            "namespace create slow-fail",
+            namespace("slow-fail", json!({"e2e": "enabled", "slow": "fail"})),
+            ["namespace", "", "slow-fail"],
+        ),
+        run(
+            "namespace create plain (unlabelled)",
+            &["create", "namespace", "plain"],
+            ["namespace", "", "plain"],
+        ),
+        // Pods
+        dry_run(
+            "pod dry-run create webhook-to-be-mutated",
+            pod("open", "webhook-to-be-mutated", none.clone()),
+            ["pod", "open", "webhook-to-be-mutated"],
+        ),
+        dry_run(
+            "pod dry-run create, label disallowed",
+            pod("open", "dry-disallowed", disallow.clone()),
+            ["pod", "open", "dry-disallowed"],
+        ),
+        create(
+            "pod create webhook-to-be-mutated",
+            pod("open", "webhook-to-be-mutated", json!({"app": "demo"})),
+            ["pod", "open", "webhook-to-be-mutated"],
+        ),
+        create(
+            "pod create allowed",
+            pod("open", "allowed-pod", none.clone()),
+            ["pod", "open", "allowed-pod"],
+        ),
+        create(
+            "pod create, label disallowed",
+            pod("open", "disallowed-pod", disallow.clone()),
+            ["pod", "open", "disallowed-pod"],
+        ),
+        run(
+            "pod update: label disallowed",
+            &["label", "pod", "allowed-pod", "-n", "open", "webhook-e2e-test=webhook-disallow"],
+            ["pod", "open", "allowed-pod"],
+        ),
+        run(
+            "pod update: label allowed",
+            &["label", "pod", "allowed-pod", "-n", "open", "color=blue"],
+            ["pod", "open", "allowed-pod"],
+        ),
+        create("pod create in locked", pod("locked", "p", none.clone()), ["pod", "locked", "p"]),
+        create(
+            "pod create in dead-ignore",
+            pod("dead-ignore", "p", none.clone()),
+            ["pod", "dead-ignore", "p"],
+        ),
+        create("pod create in dead-fail", pod("dead-fail", "p", none.clone()), ["pod", "dead-fail", "p"]),
+        create(
+            "pod create in plain",
+            pod("plain", "webhook-to-be-mutated", none.clone()),
+            ["pod", "plain", "webhook-to-be-mutated"],
+        ),
+        run(
+            "pod delete",
+            &["delete", "pod", "allowed-pod", "-n", "open", "--wait=false"],
+            ["pod", "open", "allowed-pod"],
+        ),
+        // ConfigMaps
+        create(
+            "configmap create allowed",
+            configmap("open", "allowed-cm", none.clone(), Some(json!({"mutation-start": "yes"}))),
+            ["configmap", "open", "allowed-cm"],
+        ),
+        create(
+            "configmap create without data",
+            configmap("open", "empty-cm", none.clone(), None),
+            ["configmap", "open", "empty-cm"],
+        ),
+        create(
+            "configmap create, data disallowed",
+            configmap("open", "disallowed-cm", none.clone(), Some(disallow.clone())),
+            ["configmap", "open", "disallowed-cm"],
+        ),
+        dry_run(
+            "configmap dry-run create",
+            configmap("open", "dry-cm", none.clone(), Some(json!({"mutation-start": "yes"}))),
+            ["configmap", "open", "dry-cm"],
+        ),
+        dry_run(
+            "configmap dry-run create, data disallowed",
+            configmap("open", "dry-disallowed-cm", none.clone(), Some(disallow.clone())),
+            ["configmap", "open", "dry-disallowed-cm"],
+        ),
+        run(
+            "configmap update: data disallowed",
+            &["patch", "configmap", "allowed-cm", "-n", "open", "--type=merge", "-p", &disallow_patch()],
+            ["configmap", "open", "allowed-cm"],
+        ),
+        run(
+            "configmap update: data allowed",
+            &[
+                "patch",
+                "configmap",
+                "allowed-cm",
+                "-n",
+                "open",
+                "--type=merge",
+                "-p",
+                r#"{"data":{"color":"green"}}"#,
+            ],
+            ["configmap", "open", "allowed-cm"],
+        ),
+        create(
+            "configmap create nondeletable",
+            configmap(
+                "open",
+                "keep-cm",
+                none.clone(),
+                Some(json!({"webhook-e2e-test": "webhook-nondeletable"})),
+            ),
+            ["configmap", "open", "keep-cm"],
+        ),
+        run(
+            "configmap delete nondeletable",
+            &["delete", "configmap", "keep-cm", "-n", "open"],
+            ["configmap", "open", "keep-cm"],
+        ),
+        run(
+            "configmap delete",
+            &["delete", "configmap", "allowed-cm", "-n", "open"],
+            ["configmap", "open", "allowed-cm"],
+        ),
+        create(
+            "configmap create in locked",
+            configmap("locked", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "locked", "cm"],
+        ),
+        create(
+            "configmap create in locked, data disallowed (two denials)",
+            configmap("locked", "cm2", none.clone(), Some(disallow.clone())),
+            ["configmap", "locked", "cm2"],
+        ),
+        create(
+            "configmap create labelled e2e-deny=true",
+            configmap("open", "denied-by-label", json!({"e2e-deny": "true"}), Some(json!({"a": "b"}))),
+            ["configmap", "open", "denied-by-label"],
+        ),
+        create(
+            "configmap create in dead-ignore",
+            configmap("dead-ignore", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "dead-ignore", "cm"],
+        ),
+        create(
+            "configmap create in dead-fail",
+            configmap("dead-fail", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "dead-fail", "cm"],
+        ),
+        create(
+            "configmap create in slow-ignore (times out)",
+            configmap("slow-ignore", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "slow-ignore", "cm"],
+        ),
+        create(
+            "configmap create in slow-fail (times out)",
+            configmap("slow-fail", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "slow-fail", "cm"],
+        ),
+        create(
+            "configmap create in a namespace that does not exist",
+            configmap("ghost", "cm", none.clone(), Some(json!({"a": "b"}))),
+            ["configmap", "ghost", "cm"],
+        ),
+        create(
+            "configmap create in plain",
+            configmap("plain", "cm", none, Some(json!({"a": "b"}))),
+            ["configmap", "plain", "cm"],
+        ),
+        run(
+            "namespace delete plain",
+            &["delete", "namespace", "plain", "--wait=false"],
+            ["namespace", "", "plain"],
+        ),
+    ]
+}
+
+fn disallow_patch() -> String {
+    r#"{"data":{"webhook-e2e-test":"webhook-disallow"}}"#.to_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running it
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Direct,
+    Gateway,
+}
+
+/// What one operation gave.
+#[derive(Clone, Debug, PartialEq)]
+struct Outcome {
+    exit: i32,
+    /// Standard error, the gateway's own wrapper taken off (see `unwrap_gateway`).
+    error: String,
+    /// Standard output: the object (normalised) for `-o json`, else the text.
+    output: String,
+    /// The object read back afterwards (normalised), or kubectl's error.
+    stored: String,
+}
+
+impl Outcome {
+    fn summary(&self) -> String {
+        if self.exit == 0 {
+            return "allowed".to_owned();
+        }
+        match self.error.split("admission webhook \"").nth(1).and_then(|rest| rest.split('"').next()) {
+            Some(name) => format!("denied by {name}"),
+            None => {
+                match self.error.split("failed calling webhook \"").nth(1).and_then(|r| r.split('"').next()) {
+                    Some(name) => format!("failed calling {name}"),
+                    None => format!("error (exit {})", self.exit),
+                }
+            }
+        }
+    }
+}
+
+/// The message a client sees through the gateway is the fleet's, wrapped once more by the API
+/// server with the gateway's webhook name (README "Where the gateway knowingly differs": "its
+/// messages wrap ours once more"). Taken off once, so what is left is compared. Returns the text
+/// and whether it was wrapped.
+fn unwrap_gateway(text: &str) -> (String, bool) {
+    for name in GATEWAY_WEBHOOKS {
+        let wrapper = format!("admission webhook \"{name}\" denied the request: ");
+        if text.contains(&wrapper) {
+            return (text.replacen(&wrapper, "", 1), true);
+        }
+    }
+    (text.to_owned(), false)
+}
+
+/// The parts of an object admission decides: no uid, resourceVersion, timestamps or managedFields.
+fn normalise(object: &Value) -> String {
+    let mut kept = Map::new();
+    let metadata = &object["metadata"];
+    kept.insert("name".into(), metadata["name"].clone());
+    kept.insert("labels".into(), metadata["labels"].clone());
+    let mut annotations = metadata["annotations"].as_object().cloned().unwrap_or_default();
+    annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    if !annotations.is_empty() {
+        kept.insert("annotations".into(), json!(annotations));
+    }
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = object["spec"][list].as_array() {
+            let names: Vec<Value> = containers
+                .iter()
+                .map(|c| json!(format!("{}={}", c["name"].as_str().unwrap(), c["image"])))
+                .collect();
+            kept.insert(list.into(), json!(names));
+        }
+    }
+    if !object["data"].is_null() {
+        kept.insert("data".into(), object["data"].clone());
+    }
+    if object["kind"] == "Namespace" {
+        kept.insert("phase".into(), object["status"]["phase"].clone());
+    }
+    Value::Object(kept).to_string()
+}
+
+async fn kubectl(cluster: &ControlPlane, args: &[String], stdin: Option<&Value>) -> (i32, String, String) {
+    let output = cluster.kubectl_with_stdin(Identity::Admin, args, stdin.map(Value::to_string)).await;
+    (output.status.code().unwrap_or(-1), binary::text(&output.stdout), binary::text(&output.stderr))
+}
+
+async fn perform(cluster: &ControlPlane, step: &Step) -> (Outcome, bool) {
+    let (exit, stdout, stderr) = kubectl(cluster, &step.args, step.stdin.as_ref()).await;
+    let (error, wrapped) = unwrap_gateway(stderr.trim());
+    let output = match serde_json::from_str::<Value>(&stdout) {
+        Ok(object) => normalise(&object),
+        Err(_) => stdout.trim().to_owned(),
+    };
+    let [kind, namespace, name] = step.stored;
+    let mut get = args(&["get", kind, name, "-o", "json"]);
+    if !namespace.is_empty() {
+        get.extend(args(&["-n", namespace]));
+    }
+    let (found, stdout, stderr) = kubectl(cluster, &get, None).await;
+    let stored = if found == 0 {
+        normalise(&serde_json::from_str(&stdout).expect("kubectl get -o json"))
+    } else {
+        stderr.trim().to_owned()
+    };
+    (Outcome { exit, error, output, stored }, wrapped)
+}
+
+/// Waits until the API server calls the registered webhooks (it reads registrations from an
+/// informer): a mutated dry-run pod and a denied configmap in the namespace `probe`.
+async fn wait_until_in_force(cluster: &ControlPlane) {
+    let mut attempt = 0;
+    let in_force = eventually(Duration::from_secs(30), || {
+        attempt += 1;
+        let probe_pod = pod("probe", "webhook-to-be-mutated", json!({}));
+        let probe_cm = configmap(
+            "probe",
+            &format!("probe-{attempt}"),
+            json!({}),
+            Some(json!({"webhook-e2e-test": "webhook-disallow"})),
+        );
+        async move {
+            let (_, stdout, _) = kubectl(
+                cluster,
+                &args(&["create", "--dry-run=server", "-o", "json", "-f", "-"]),
+                Some(&probe_pod),
+            )
+            .await;
+            let mutated = stdout.contains("webhook-added-init-container");
+            let (exit, _, _) = kubectl(cluster, &args(&["create", "-f", "-"]), Some(&probe_cm)).await;
+            mutated && exit != 0
+        }
+    })
+    .await;
+    assert!(in_force, "the webhooks are not called within 30 s");
+}
+
+/// A fresh control plane, the fleet registered directly or behind the gateway, the script run.
+async fn run_script(mode: Mode, fleet_yaml: &str) -> Vec<(Outcome, bool)> {
+    let cluster = ControlPlane::start().await;
+    let admin = |args: &'static [&'static str]| cluster.kubectl_ok(Identity::Admin, args);
+    admin(&["create", "namespace", "probe"]).await;
+    admin(&["label", "namespace", "probe", "e2e=enabled"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let fleet_dir = dir.path().join("fleet");
+    std::fs::create_dir(&fleet_dir).unwrap();
+    binary::write(&fleet_dir, "fleet.yaml", fleet_yaml);
+
+    // Held until the script has run: the gateway stops when dropped.
+    let mut gateway: Option<Served> = None;
+    match mode {
+        Mode::Direct => {
+            cluster.apply_ok(Identity::Admin, fleet_yaml).await;
+        }
+        Mode::Gateway => {
+            let (served, address) = start_gateway(&cluster, dir.path(), &fleet_dir).await;
+            let ca_file = binary::write(dir.path(), "gateway-ca.pem", &ca().cert_pem);
+            let registration = binary::run(&[
+                "registration",
+                "--config",
+                fleet_dir.to_str().unwrap(),
+                "--url",
+                &format!("https://{address}"),
+                "--ca-bundle",
+                &ca_file,
+                "--namespace",
+                "admission-gateway",
+            ])
+            .await;
+            assert!(registration.status.success(), "registration: {}", binary::text(&registration.stderr));
+            cluster.apply_ok(Identity::Admin, &binary::text(&registration.stdout)).await;
+            gateway = Some(served);
+        }
+    }
+    wait_until_in_force(&cluster).await;
+    let registered = cluster
+        .kubectl_ok(
+            Identity::Admin,
+            &["get", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"],
+        )
+        .await;
+    let expected = match mode {
+        Mode::Direct => ["e2e-mutating", "e2e-validating"],
+        Mode::Gateway => ["admission-gateway", "admission-gateway"],
+    };
+    let names: Vec<&str> = registered.lines().map(|line| line.rsplit('/').next().unwrap()).collect();
+    assert_eq!(names, expected, "{mode:?}: what the API server calls");
+
+    let mut outcomes = Vec::new();
+    for step in script() {
+        outcomes.push(perform(&cluster, &step).await);
+    }
+    if let Some(mut served) = gateway {
+        assert!(served.is_running(), "the gateway ran through the script");
+    }
+    outcomes
+}
+
+/// The real binary in cluster mode as deploy/base runs it, with the grants of
+/// deploy/base/rbac.yaml and the fleet from files; ready before its registration is applied.
+async fn start_gateway(cluster: &ControlPlane, dir: &Path, fleet_dir: &Path) -> (Served, String) {
+    cluster.kubectl_ok(Identity::Admin, &["create", "namespace", "admission-gateway"]).await;
+    let rbac = Path::new(REPOSITORY).join("deploy/base/rbac.yaml");
+    cluster
+        .kubectl_ok(Identity::Admin, &["apply", "-n", "admission-gateway", "-f", rbac.to_str().unwrap()])
+        .await;
+    let leaf = ca().issue(&["127.0.0.1"]).unwrap();
+    let cert = binary::write(dir, "tls.crt", &leaf.cert_pem);
+    let key = binary::write(dir, "tls.key", &leaf.key_pem);
+    let kubeconfig = cluster.kubeconfig(Identity::Gateway);
+    let served = Served::start(&[
+        "serve",
+        "--config",
+        fleet_dir.to_str().unwrap(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]);
+    let admin =
+        served.logged("admin listener up", "metrics_address=").await.expect("the admin listener comes up");
+    let address = served.logged("serving", "address=").await.expect("the gateway serves");
+    let client = crate::support::http_client();
+    let ready = eventually(Duration::from_secs(20), || {
+        let uri: http::Uri = format!("http://{admin}/readyz").parse().unwrap();
+        let client = client.clone();
+        async move { matches!(client.get(uri).await, Ok(response) if response.status() == 200) }
+    })
+    .await;
+    assert!(ready, "the gateway is ready (namespace cache synced) before it is registered");
+    (served, address)
+}
+
+fn cell(text: &str, width: usize) -> String {
+    let text: String = text.chars().take(width).collect();
+    format!("{text:width$}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
+    let started = Instant::now();
+    let agnhost = start_agnhost().await;
+    // Nobody listens on port 1 (a privileged port): refused at once, in both runs. A port freed
+    // by the test could be taken by a later server (the second API server's) in one run only.
+    let dead = 1;
+    let fleet_yaml = fleet(agnhost.port, dead);
+
+    let direct = run_script(Mode::Direct, &fleet_yaml).await;
+    let through_gateway = run_script(Mode::Gateway, &fleet_yaml).await;
+
+    let steps = script();
+    for (name, expected) in EXERCISED {
+        let index =
+            steps.iter().position(|step| step.name == name).unwrap_or_else(|| panic!("no step {name}"));
+        let outcome = format!("{:?}", direct[index].0);
+        assert!(outcome.contains(expected), "direct run, {name}: {expected} not in {outcome}");
+    }
+
+    let readme = std::fs::read_to_string(Path::new(REPOSITORY).join("README.md")).unwrap();
+    let readme_lists =
+        readme.split("## Where the gateway knowingly differs").nth(1).unwrap().split("\n## ").next().unwrap();
+    let mut unexpected = Vec::new();
+    println!("\n| operation | direct | gateway | same? |\n| --- | --- | --- | --- |");
+    for ((step, (direct, _)), (gateway, wrapped)) in steps.iter().zip(&direct).zip(&through_gateway) {
+        let listed = KNOWN_DIFFERENCES.iter().find(|(name, _)| *name == step.name).map(|(_, known)| *known);
+        let verdict = match listed {
+            _ if direct == gateway && *wrapped => "same (unwrapped)".to_owned(),
+            _ if direct == gateway => "same".to_owned(),
+            Some(known) if known.reconciles(direct, gateway) => {
+                assert!(readme_lists.contains(known.bullet()), "README no longer lists {}", known.bullet());
+                format!("known: {}", known.bullet().trim_matches('*'))
+            }
+            _ => {
+                unexpected.push(format!("{}:\n  direct:  {direct:?}\n  gateway: {gateway:?}", step.name));
+                "DIFFERENT".to_owned()
+            }
+        };
+        println!(
+            "| {} | {} | {} | {verdict} |",
+            cell(step.name, 58),
+            cell(&direct.summary(), 44),
+            cell(&gateway.summary(), 44)
+        );
+    }
+    println!(
+        "({} operations, {:.1} s; \"unwrapped\": equal once the API server's wrapper naming the gateway's \
+         webhook is taken off, README: \"its messages wrap ours once more\")",
+        steps.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if std::env::var_os("E2E_DUMP").is_some() {
+        for (step, (direct, _)) in steps.iter().zip(&direct) {
+            println!("{}: {direct:?}", step.name);
+        }
+    }
+    for (step, ((direct, _), (gateway, _))) in steps.iter().zip(direct.iter().zip(&through_gateway)) {
+        if direct != gateway {
+            println!("{}:\n  direct:  {}\n  gateway: {}", step.name, direct.error, gateway.error);
+        }
+    }
+    assert!(unexpected.is_empty(), "differences README.md does not list:\n{}", unexpected.join("\n"));
+}

@@ -706,8 +706,8 @@ async fn start_gateway(cluster: &ControlPlane, dir: &Path, fleet_dir: &Path) -> 
         &key,
     ]);
     let admin =
-        served.logged("admin listener up", "metrics_address=").await.expect("the admin listener comes up");
-    let address = served.logged("serving", "address=").await.expect("the gateway serves");
+        served.logged("admin listener up", "metrics_address").await.expect("the admin listener comes up");
+    let address = served.logged("serving", "address").await.expect("the gateway serves");
     let client = crate::support::http_client();
     let ready = eventually(Duration::from_secs(20), || {
         let uri: http::Uri = format!("http://{admin}/readyz").parse().unwrap();

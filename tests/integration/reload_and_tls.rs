@@ -124,6 +124,90 @@ async fn a_rotated_serving_certificate_is_served_without_a_restart() {
     assert!(error.contains("UnknownIssuer"), "{error}");
 }
 
+/// The serving certificate renewed (same CA, new key) three times while clients open a new TLS
+/// connection for every review: not one handshake or review fails, and the new certificates are
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_renewals_under_load_fail_no_handshake() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let allow = MockWebhook::allowing().spawn().await;
+    let gateway = Arc::new(TestGateway::validating([webhook("allow.rotation.example.com", &allow)]).await);
+    let body = fixtures::review(POD_CREATE).to_string();
+    let (served, failed, stop) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(std::sync::Mutex::new(Vec::<String>::new())),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let certificates = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        let (gateway, body, served, failed, stop, certificates) = (
+            gateway.clone(),
+            body.clone(),
+            served.clone(),
+            failed.clone(),
+            stop.clone(),
+            certificates.clone(),
+        );
+        clients.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let outcome = async {
+                    let mut tls = gateway.connect_tls(Duration::from_secs(5)).await?;
+                    let leaf = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
+                    certificates.lock().unwrap().extend(leaf);
+                    let head = format!(
+                        "POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    tls.write_all(head.as_bytes()).await.map_err(|e| e.to_string())?;
+                    tls.write_all(body.as_bytes()).await.map_err(|e| e.to_string())?;
+                    let mut answer = Vec::new();
+                    let _ = tls.read_to_end(&mut answer).await;
+                    let answer = String::from_utf8_lossy(&answer).into_owned();
+                    if answer.starts_with("HTTP/1.1 200 ") && answer.contains("\"allowed\":true") {
+                        Ok(())
+                    } else {
+                        Err(answer.chars().take(200).collect())
+                    }
+                }
+                .await;
+                match outcome {
+                    Ok(()) => served.fetch_add(1, Ordering::Relaxed),
+                    Err(error) => {
+                        failed.lock().unwrap().push(error);
+                        0
+                    }
+                };
+            }
+        }));
+    }
+
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        gateway.rotate_certificate(ca());
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.unwrap();
+    }
+
+    let failed = failed.lock().unwrap();
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed: {:?}",
+        failed.len(),
+        served.load(Ordering::Relaxed),
+        &failed[..failed.len().min(3)]
+    );
+    assert!(served.load(Ordering::Relaxed) > 100, "load ran: {}", served.load(Ordering::Relaxed));
+    let seen = certificates.lock().unwrap().len();
+    assert!(seen >= 3, "the renewed certificates were served: {seen} distinct");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_drains_the_review_in_flight_then_stops_listening() {
     let slow = MockWebhook::slow(Duration::from_millis(500)).spawn().await;

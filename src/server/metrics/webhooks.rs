@@ -25,6 +25,9 @@ const CONDITION_BUCKETS: &[f64] = &[0.0001, 0.001, 0.005, 0.01, 0.025, 0.1, 0.2,
 const GATEWAY_BUCKETS: &[f64] =
     &[0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
 
+/// How often buffered histogram samples are folded into their buckets.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
 /// The process's Prometheus recorder, installed the first time it is asked for. If another
 /// recorder was installed first, the handle renders nothing of the facade's metrics (and
 /// says so in a log line).
@@ -51,6 +54,16 @@ pub(crate) fn handle() -> &'static PrometheusHandle {
             );
         }
         describe();
+        // Histogram samples are buffered raw until drained into their buckets: by a render,
+        // or by this upkeep, so that without scrapes the buffer holds at most a few seconds.
+        let upkeep = handle.clone();
+        let spawned = std::thread::Builder::new().name("metrics-upkeep".into()).spawn(move || loop {
+            std::thread::sleep(UPKEEP_INTERVAL);
+            upkeep.run_upkeep();
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start the metrics upkeep thread: histograms drain only on scrapes");
+        }
         handle
     })
 }

@@ -4,7 +4,7 @@
 #   loadtest/compare.sh SCENARIO... | all  [--write-readme]
 #
 # Scenarios: mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000
-# big-object inflight-2000 (loadtest/README.md says what each measures). For each, the script
+# big-object inflight-2000 overload (loadtest/README.md says what each measures). For each, the script
 # starts the mock webhook fleet (loadtest/mock_webhook.rs), nginx as a TLS keep-alive reverse
 # proxy to it, and the gateway (release build) with a fleet pointing at it, all on random
 # loopback ports; drives the same wrk load at each target, alternating targets over ROUNDS
@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object inflight-2000)
+ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object inflight-2000 overload)
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-2}
 C1_DURATION=${C1_DURATION:-1}
@@ -751,6 +751,35 @@ scenario_inflight-2000() {
     figure "gateway peak RSS, $in_flight reviews in flight" "$peak MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     echo "  in flight: the mock's unanswered calls, sampled 2/3 into each run (direct $(get load direct in_flight), nginx $(get load nginx in_flight), gateway $in_flight)"
     echo "  gateway RSS 2 s after the load: $after MiB; nginx peak (master + workers): $(get load nginx hwm) MiB"
+    gateway_log_note gateway
+    result gateway nginx direct load
+}
+
+scenario_overload() {
+    TITLE="overload: 2,000 connections against a webhook answering after 1 s, the gateway capped at maxReviewsInFlight 200 (beyond: 429 at once); direct and nginx: no cap"
+    start_mock "/allow=allow,delay:1s"
+    start_nginx
+    { configuration ValidatingWebhookConfiguration loadtest
+      webhook name=slow.loadtest.example.com url="https://$MOCK/allow"
+      printf -- '---\napiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata:\n  name: gateway\nmaxReviewsInFlight: 200\n'; } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    local idle=${GW_IDLE_MIB[gateway]} b
+    b=$(body 10k $PAD)
+    target direct "direct (mock, 1 s)" "https://$MOCK/allow" "$b" "" "$ALLOWED"
+    target nginx "nginx -> mock" "https://$NGINX/allow" "$b" "$NGINX_PIDS" "$ALLOWED"
+    target gateway "gateway /validate (cap 200)" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$b" "${GW_PID[gateway]}" "$ALLOWED"
+    CONNS=2000 WRK_THREADS=2 S_ROUNDS=1 S_DURATION=7 S_WARMUP=0 C1_TARGETS= SAMPLE_IN_FLIGHT=1 WRK_TIMEOUT=5
+    measure
+    print_tables
+    echo
+    local requests refused served peak
+    requests=$(get load gateway requests) refused=$(get load gateway non2xx)
+    served=$(awk -v r="$requests" -v n="$refused" -v s=7 'BEGIN { printf "%.0f", (r - n) / s }')
+    peak=$(get load gateway hwm)
+    figure "reviews answered 200 per second (cap 200, webhook 1 s)" "$served" "≈ 200" "(reference)"
+    figure "answers that were 429 (Retry-After), of all" "$refused of $requests" "—" "(reference)"
+    figure "gateway calls in flight at the webhook, sampled" "$(get load gateway in_flight)" "≤ 200" "$(verdict "$(get load gateway in_flight)" le 200)"
+    figure "gateway peak RSS under the flood / idle" "$peak / $idle MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     gateway_log_note gateway
     result gateway nginx direct load
 }

@@ -430,7 +430,14 @@ impl<'r> Review<'r> {
             }
             _ => format!("failed (failurePolicy Fail): {cause}"),
         };
-        tracing::warn!(webhook = %hook.name, phase = phase.as_str(), reason = cause.reason(), "webhook call {outcome}");
+        // The error's text comes from the network or the webhook: escaped and cut. An ejected
+        // webhook's calls are at debug: its ejection was logged once at warn.
+        let logged = crate::logging::Untrusted(&outcome);
+        if cause.reason() == "ejected" {
+            tracing::debug!(webhook = %hook.name, phase = phase.as_str(), reason = cause.reason(), "webhook call {logged}");
+        } else {
+            tracing::warn!(webhook = %hook.name, phase = phase.as_str(), reason = cause.reason(), "webhook call {logged}");
+        }
         let kind = CallOutcome::Error {
             reason: cause.reason(),
             code: cause.code(),

@@ -164,3 +164,23 @@ async fn text_format_and_level_are_flags() {
     let lines = served.drain_lines(Duration::from_millis(500)).await;
     assert!(!lines.iter().any(|line| line.contains("review answered")), "{lines:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ejected_webhook_logs_its_ejection_once_not_every_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = format!("https://127.0.0.1:{port}/dead");
+    let fleet =
+        Fleet::of([validating("v", [crate::support::webhook_at("dead.logs.example.com", &dead).ignore()])])
+            .settings(json!({"ejectAfterFailures": 2, "ejectFor": "5m"}));
+    let (served, address) = serve(dir.path(), &fleet, &[]).await;
+
+    for _ in 0..8 {
+        post(&address, "/validate", &fixtures::review(POD_CREATE)).await;
+    }
+    let lines = served.drain_lines(Duration::from_millis(500)).await;
+    let warnings: Vec<&String> = lines.iter().filter(|line| line.contains("\"level\":\"WARN\"")).collect();
+    assert_eq!(warnings.len(), 3, "two failed calls and one ejection: {warnings:#?}");
+    assert_eq!(warnings.iter().filter(|line| line.contains("webhook ejected")).count(), 1, "{warnings:#?}");
+    assert_eq!(lines.iter().filter(|line| line.contains("review answered")).count(), 8);
+}

@@ -100,6 +100,7 @@ MOCK_BIN=$TARGET_DIR/release/examples/mock-webhook
 
 # --- work directory and cleanup -------------------------------------------------------------
 WORK=$(mktemp -d -t admission-gateway-compare.XXXXXX)
+mkdir -p "$WORK/logs"
 PIDS=()
 alive() { # PID is running (not a zombie)
     local line
@@ -196,13 +197,15 @@ start_gateway() {
     local name=$1 fleet=$2 started line
     started=$(date +%s%N)
     NO_COLOR=1 "$GATEWAY_BIN" serve --config "$fleet" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-        --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" > /dev/null 2> "$WORK/$name.log" &
+        --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" > /dev/null 2> "$WORK/logs/$name.log" &
     GW_PID[$name]=$!
     PIDS+=("$!")
-    # Its default log format, JSON lines, as deployed: one info line per review.
-    wait_line "$WORK/$name.log" '"message":"serving"' "gateway $name" "${GW_PID[$name]}"
+    # Its default log format, JSON lines, as deployed: one info line per review. The log is
+    # kept out of the fleet's directory, which the gateway watches (as a mounted ConfigMap
+    # would be).
+    wait_line "$WORK/logs/$name.log" '"message":"serving"' "gateway $name" "${GW_PID[$name]}"
     GW_START_MS[$name]=$((($(date +%s%N) - started) / 1000000))
-    line=$(grep -m1 '"message":"serving"' "$WORK/$name.log")
+    line=$(grep -m1 '"message":"serving"' "$WORK/logs/$name.log")
     GW_ADDR[$name]=$(sed -n 's/.*"address":"\([0-9.:]*\)".*/\1/p' <<< "$line")
     GW_METRICS[$name]=$(sed -n 's/.*"metrics_address":"\([0-9.:]*\)".*/\1/p' <<< "$line")
     [ "$(curl -s "http://${GW_METRICS[$name]}/readyz")" = ok ] || die "gateway $name: /readyz is not ok"
@@ -502,7 +505,7 @@ standard_figures() {
 
 gateway_log_note() { # warnings and errors in a gateway's log
     local n
-    n=$(grep -cE '"level":"(WARN|ERROR)"' "$WORK/$1.log" || true)
+    n=$(grep -cE '"level":"(WARN|ERROR)"' "$WORK/logs/$1.log" || true)
     echo "  gateway log ($1): $n WARN/ERROR lines (RUST_LOG=$RUST_LOG)"
 }
 

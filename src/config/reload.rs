@@ -3,7 +3,7 @@
 //! new configuration and swap it in atomically. A refused configuration is logged with every
 //! problem, and the last good one keeps serving.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,11 +159,22 @@ pub(crate) async fn watch(
     }
 }
 
-/// A watcher sending a tick on any event in the paths' directories (a file's parent, since
-/// editors and the kubelet replace files rather than write them in place).
+/// A watcher sending a tick on events in the paths' directories (a file's parent, since
+/// editors and the kubelet replace files rather than write them in place) that may concern the
+/// configuration: not reads, and not other files in a directory (a log written beside the
+/// configuration would otherwise ask for a reload check at every line).
 fn file_watcher(paths: &[PathBuf], events: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    let mut watcher = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-        let _ = events.try_send(());
+    let files: Vec<PathBuf> = paths.iter().filter(|path| !path.is_dir()).cloned().collect();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let relevant = match &event {
+            // Errors (an overflowed queue…) and events without paths: look again to be safe.
+            Err(_) => true,
+            Ok(event) if event.kind.is_access() => false,
+            Ok(event) => event.paths.is_empty() || event.paths.iter().any(|path| concerns(path, &files)),
+        };
+        if relevant {
+            let _ = events.try_send(());
+        }
     })
     .map_err(|error| tracing::warn!(%error, "file watching unavailable; polling only"))
     .ok()?;
@@ -176,6 +187,19 @@ fn file_watcher(paths: &[PathBuf], events: mpsc::Sender<()>) -> Option<notify::R
         }
     }
     Some(watcher)
+}
+
+/// Whether a change at `path` may change the configuration: one of the configured files, a
+/// configuration file of a watched directory (`.yaml`, `.yml`, `.json`, hidden ones included:
+/// editors write those first), or a name starting `..` (the kubelet's `..data` swap of a
+/// mounted ConfigMap or Secret).
+fn concerns(path: &Path, files: &[PathBuf]) -> bool {
+    if files.iter().any(|file| file == path) {
+        return true;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    name.starts_with("..") || ["yaml", "yml", "json"].contains(&extension)
 }
 
 /// A valid configuration that must not replace `live` all the same: a source that held
@@ -221,4 +245,22 @@ fn unsafe_replacement(live: &Snapshot, next: &Snapshot, inputs: &Inputs) -> Opti
         });
     }
     (!problems.is_empty()).then_some(ConfigError { problems })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn only_configuration_files_and_kubelet_swaps_wake_the_reload() {
+        let files = [PathBuf::from("/etc/gateway/fleet.conf")];
+        for path in
+            ["/etc/gateway/fleet.conf", "/d/a.yaml", "/d/b.yml", "/d/.c.json", "/d/..data", "/d/..2026_11_26"]
+        {
+            assert!(super::concerns(Path::new(path), &files), "{path}");
+        }
+        for path in ["/d/gateway.log", "/d/notes.txt", "/etc/gateway/other.conf"] {
+            assert!(!super::concerns(Path::new(path), &files), "{path}");
+        }
+    }
 }

@@ -1,19 +1,20 @@
 //! Logs: `tracing` events to standard error, one JSON object a line (the default for `serve`)
 //! or plain text, at `--log-level` (an `EnvFilter` directive; `RUST_LOG` wins when set).
 //!
-//! Lines are handed to a writer thread of their own through a bounded queue, so a slow
-//! standard error (a full pipe, a stalled log shipper) never holds up a review; beyond the
-//! queue lines are dropped and counted (`admission_gateway_log_lines_dropped_total`).
+//! Lines are written to standard error in batches by a thread of their own (`writer.rs`), so a
+//! slow standard error never holds up a review; beyond a bounded buffer lines are dropped and
+//! counted (`admission_gateway_log_lines_dropped_total`).
 //!
 //! Every value that comes from a request and reaches a log line goes through [`Untrusted`]:
 //! control characters escaped, at most [`UNTRUSTED_MAX_BYTES`] kept. Objects, patches and
 //! bodies never reach a log line at all (Secrets pass through admission).
 
+mod writer;
+
 use std::fmt::{self, Write as _};
 use std::sync::OnceLock;
 
 use clap::ValueEnum;
-use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
 /// How log lines are written.
@@ -26,15 +27,12 @@ pub enum LogFormat {
     Text,
 }
 
-/// Lines queued for the writer thread at most; beyond, dropped and counted.
-const QUEUED_LINES: usize = 16_384;
+/// The process's log writer, once logging is set up (for its dropped-lines count).
+static WRITER: OnceLock<writer::Batched> = OnceLock::new();
 
-/// The dropped-lines counter of the process's writer, once logging is set up.
-static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
-
-/// Keeps the writer thread; dropping it flushes the queued lines.
+/// Keeps the writer thread; dropping it writes the lines still waiting.
 #[must_use = "dropping the guard stops the log writer"]
-pub struct LogGuard(#[allow(dead_code)] WorkerGuard);
+pub struct LogGuard(#[allow(dead_code)] writer::Flusher);
 
 /// Sets up the process's subscriber. `level` is an `EnvFilter` directive (`info`,
 /// `admission_gateway=debug,kube=warn`…), overridden by `RUST_LOG` when that is set.
@@ -45,11 +43,9 @@ pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
         }
         _ => EnvFilter::try_new(level).map_err(|error| format!("--log-level {level:?}: {error}"))?,
     };
-    let (writer, guard) = NonBlockingBuilder::default()
-        .lossy(true)
-        .buffered_lines_limit(QUEUED_LINES)
-        .finish(std::io::stderr());
-    let _ = DROPPED.set(writer.error_counter());
+    let (writer, guard) = writer::batched(std::io::stderr())
+        .map_err(|error| format!("cannot start the log writer: {error}"))?;
+    let _ = WRITER.set(writer.clone());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let installed = match format {
         LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).try_init(),
@@ -59,9 +55,9 @@ pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
     Ok(LogGuard(guard))
 }
 
-/// Log lines dropped because the writer thread fell behind.
+/// Log lines dropped because standard error fell behind.
 pub(crate) fn dropped_lines() -> u64 {
-    DROPPED.get().map_or(0, |counter| counter.dropped_lines() as u64)
+    WRITER.get().map_or(0, writer::Batched::dropped)
 }
 
 /// Bytes of an untrusted value kept in a log line.

@@ -72,7 +72,7 @@ impl Known {
 
 /// What the direct run must show, so that a suite in which no webhook was called cannot pass:
 /// (operation, what must appear in its outcome).
-const EXERCISED: [(&str, &str); 17] = [
+const EXERCISED: [(&str, &str); 18] = [
     ("namespace create open (e2e=enabled)", r#"stored: "{\"labels\":{\"added-label\":\"yes\""#),
     ("namespace create plain (unlabelled)", r#"\"labels\":null"#),
     (
@@ -91,6 +91,8 @@ const EXERCISED: [(&str, &str); 17] = [
     ("reinvoke: cm create (B's change reinvokes A)", r#"calls: "A×2 B×1""#),
     ("reinvoke: cm create held (A skipped, B removes hold)", r#"calls: "B×1""#),
     ("reinvoke: cm update nobody changes (no round 1)", r#"calls: "A×1 B×1""#),
+    // A's own change never schedules A again (docs/semantics.md §11.3).
+    ("reinvoke: cm update removing a (only A changes it)", r#"calls: "A×1 B×1""#),
     ("crd create, label disallowed", "the crd contains unwanted label"),
     ("widget create allowed", r#"\"mutation-stage-1\":\"yes\",\"mutation-stage-2\":\"yes\""#),
     ("widget delete nondeletable", "the custom resource cannot be deleted"),
@@ -643,6 +645,11 @@ fn script() -> Vec<Step> {
         run(
             "reinvoke: cm update removing b (B restores it)",
             &["label", "configmap", "fresh", "-n", "reinvoke", "b-"],
+            ["configmap", "reinvoke", "fresh"],
+        ),
+        run(
+            "reinvoke: cm update removing a (only A changes it)",
+            &["label", "configmap", "fresh", "-n", "reinvoke", "a-"],
             ["configmap", "reinvoke", "fresh"],
         ),
         run(

@@ -1,9 +1,9 @@
 //! The end-to-end differential suite: the same fleet of real webhooks — agnhost's `webhook`,
 //! Kubernetes' own conformance-test webhook (`test/images/agnhost/webhook`), on pods, configmaps,
 //! namespaces, CustomResourceDefinitions and a CRD's objects (`widgets.example.com`), a pair of
-//! in-process mocks for reinvocation (`Reinvokers`), plus a dead address under Ignore and one
-//! under Fail — and the same scripted kubectl operations, run twice against a fresh real
-//! kube-apiserver (`support::control_plane`):
+//! in-process mocks for reinvocation (`Reinvokers`), kopf's admission server (`Kopf`), plus a
+//! dead address under Ignore and one under Fail — and the same scripted kubectl operations, run
+//! twice against a fresh real kube-apiserver (`support::control_plane`):
 //! 1. **direct**: the fleet's Mutating/ValidatingWebhookConfigurations applied to the API server;
 //! 2. **gateway**: the real `admission-gateway serve` binary in cluster mode (the grants of
 //!    `deploy/base/rbac.yaml`) with the same manifests as files, and only its own registration
@@ -72,7 +72,7 @@ impl Known {
 
 /// What the direct run must show, so that a suite in which no webhook was called cannot pass:
 /// (operation, what must appear in its outcome).
-const EXERCISED: [(&str, &str); 18] = [
+const EXERCISED: [(&str, &str); 20] = [
     ("namespace create open (e2e=enabled)", r#"stored: "{\"labels\":{\"added-label\":\"yes\""#),
     ("namespace create plain (unlabelled)", r#"\"labels\":null"#),
     (
@@ -96,6 +96,8 @@ const EXERCISED: [(&str, &str); 18] = [
     ("crd create, label disallowed", "the crd contains unwanted label"),
     ("widget create allowed", r#"\"mutation-stage-1\":\"yes\",\"mutation-stage-2\":\"yes\""#),
     ("widget delete nondeletable", "the custom resource cannot be deleted"),
+    ("kopf: cm create, data copied into a label", r#"\"kopf\":\"seen\",\"kopf-copy\":\"blue\""#),
+    ("kopf: cm create, data denied by kopf", "kopf refuses data kopf-deny"),
 ];
 
 /// The operations where a known difference shows.
@@ -118,6 +120,18 @@ struct Agnhost {
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A free port below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), for a server
+/// that must bind the same port again in the second run: an ephemeral port can meanwhile become
+/// the local end of some outgoing connection (the API server's to etcd, kubectl's…).
+fn stable_free_port() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let lowest: u16 = range.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(32768);
+    let start = 10_000 + u16::try_from(std::process::id() % 5_000).unwrap();
+    (start..lowest.max(start + 1))
+        .find(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }
 
 async fn start_agnhost() -> Agnhost {
@@ -147,6 +161,75 @@ async fn start_agnhost() -> Agnhost {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Agnhost { _process: process, port, _dir: dir }
+}
+
+/// kopf's admission server (`tests/integration/kopf/admission.py`, kopf from PyPI: `.ci/run`
+/// installs it) on 127.0.0.1, the same port in both runs. kopf reads the API server's resources
+/// when it starts, so each run starts its own against its own control plane (admin kubeconfig).
+struct Kopf {
+    _process: Helper,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_kopf(cluster: &ControlPlane, port: u16) -> Kopf {
+    let dir = tempfile::tempdir().unwrap();
+    let leaf = loopback_certificate();
+    let cert = binary::write(dir.path(), "tls.crt", &leaf.cert_pem);
+    let key = binary::write(dir.path(), "tls.key", &leaf.key_pem);
+    let script = Path::new(REPOSITORY).join("tests/integration/kopf/admission.py");
+    let args = vec![
+        format!("KUBECONFIG={}", cluster.kubeconfig(Identity::Admin).display()),
+        "KOPF_ADDR=127.0.0.1".to_owned(),
+        format!("KOPF_PORT={port}"),
+        format!("KOPF_CERT={cert}"),
+        format!("KOPF_KEY={key}"),
+        "python3".to_owned(),
+        "-m".to_owned(),
+        "kopf".to_owned(),
+        "run".to_owned(),
+        "--standalone".to_owned(),
+        "--all-namespaces".to_owned(),
+        script.display().to_string(),
+    ];
+    let mut process = Helper::spawn("kopf", Path::new("/usr/bin/env"), &args, &dir.path().join("kopf.log"));
+    // Ready when it mutates a review: the server is up and its handlers know `configmaps`.
+    let client = https_client(ca());
+    let uri: http::Uri = format!("https://127.0.0.1:{port}/kopf-label").parse().unwrap();
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "kopf-probe", "operation": "CREATE", "namespace": "probe", "name": "probe",
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "userInfo": {"username": "probe"},
+            "object": configmap("probe", "probe", json!({}), None),
+            "dryRun": true,
+        },
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            !process.exited(),
+            "kopf exited (is it installed? `pip install kopf`):\n{}",
+            process.log_tail()
+        );
+        let request = http::Request::post(uri.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(review.to_string().into())
+            .unwrap();
+        if let Ok(response) = client.request(request).await {
+            use http_body_util::BodyExt as _;
+            let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            if String::from_utf8_lossy(&body).contains("\"patch\"") {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "kopf not ready:\n{}", process.log_tail());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Kopf { _process: process, _dir: dir }
 }
 
 /// The reinvocation pair (docs/semantics.md §11), in-process HTTPS mocks on 127.0.0.1 serving
@@ -256,8 +339,10 @@ fn rule(operations: &[&str], resources: &[&str]) -> Value {
 }
 
 /// The fleet's manifests, the same text in both runs.
-fn fleet(agnhost: u16, dead: u16, reinvokers: &Reinvokers) -> String {
+fn fleet(agnhost: u16, dead: u16, reinvokers: &Reinvokers, kopf: u16) -> String {
     let at = |path: &str| format!("https://127.0.0.1:{agnhost}{path}");
+    let kopf_at = |id: &str| format!("https://127.0.0.1:{kopf}/{id}");
+    let kopf_scope = json!({"matchLabels": {"kopf": "enabled"}});
     let dead = format!("https://127.0.0.1:{dead}/dead");
     let reinvoke_scope = json!({"matchLabels": {"e2e": "enabled", "reinvoke": "both"}});
     let widgets = |operations: &[&str]| {
@@ -286,6 +371,8 @@ fn fleet(agnhost: u16, dead: u16, reinvokers: &Reinvokers) -> String {
                 rule(&["CREATE"], &["configmaps"]), json!({"sideEffects": "NoneOnDryRun"})),
             hook("mutate-configmaps-2.e2e.example.com", &at("/mutating-configmaps"),
                 rule(&["CREATE"], &["configmaps"]), json!({"sideEffects": "NoneOnDryRun"})),
+            hook("kopf-label.e2e.example.com", &kopf_at("kopf-label"), rule(&["CREATE"], &["configmaps"]),
+                json!({"namespaceSelector": kopf_scope})),
             // The CRD's objects: agnhost's custom-resource mutator, stage 1 then 2.
             hook("mutate-widgets-1.e2e.example.com", &at("/mutating-custom-resource"), widgets(&["CREATE"]),
                 json!({"sideEffects": "NoneOnDryRun", "timeoutSeconds": 2})),
@@ -317,6 +404,8 @@ fn fleet(agnhost: u16, dead: u16, reinvokers: &Reinvokers) -> String {
                     "namespaceSelector": {"matchLabels": {"slow": "ignore"}}})),
             hook("slow-fail.e2e.example.com", &at("/always-allow-delay-5s"), rule(&["CREATE"], &["configmaps"]),
                 json!({"timeoutSeconds": 2, "namespaceSelector": {"matchLabels": {"slow": "fail"}}})),
+            hook("kopf-deny.e2e.example.com", &kopf_at("kopf-deny"), rule(&["CREATE", "UPDATE"], &["configmaps"]),
+                json!({"namespaceSelector": kopf_scope})),
             hook("deny-widgets.e2e.example.com", &at("/custom-resource"), widgets(&["CREATE", "UPDATE", "DELETE"]),
                 json!({})),
             // CustomResourceDefinitions are cluster-scoped: the namespaceSelector never skips them
@@ -662,6 +751,46 @@ fn script() -> Vec<Step> {
             &["label", "configmap", "fresh", "-n", "reinvoke", "color=red"],
             ["configmap", "reinvoke", "fresh"],
         ),
+        // kopf's handlers (tests/integration/kopf/admission.py) after agnhost's, in `kopf`
+        create(
+            "namespace create kopf",
+            namespace("kopf", json!({"e2e": "enabled", "kopf": "enabled"})),
+            ["namespace", "", "kopf"],
+        ),
+        create(
+            "kopf: cm create (labelled by kopf)",
+            configmap("kopf", "plain", none.clone(), Some(json!({"mutation-start": "yes"}))),
+            ["configmap", "kopf", "plain"],
+        ),
+        create(
+            "kopf: cm create, data copied into a label",
+            configmap("kopf", "copy", json!({"app": "x"}), Some(json!({"kopf-copy": "blue"}))),
+            ["configmap", "kopf", "copy"],
+        ),
+        dry_run(
+            "kopf: cm dry-run create",
+            configmap("kopf", "dry", none.clone(), Some(json!({"kopf-copy": "red"}))),
+            ["configmap", "kopf", "dry"],
+        ),
+        create(
+            "kopf: cm create, data denied by kopf",
+            configmap("kopf", "denied", none.clone(), Some(json!({"kopf-deny": "x"}))),
+            ["configmap", "kopf", "denied"],
+        ),
+        run(
+            "kopf: cm update, data denied by kopf",
+            &[
+                "patch",
+                "configmap",
+                "plain",
+                "-n",
+                "kopf",
+                "--type=merge",
+                "-p",
+                r#"{"data":{"kopf-deny":"x"}}"#,
+            ],
+            ["configmap", "kopf", "plain"],
+        ),
         // A CRD and its objects
         create(
             "crd create, label disallowed",
@@ -893,8 +1022,15 @@ async fn wait_until_in_force(cluster: &ControlPlane) {
 }
 
 /// A fresh control plane, the fleet registered directly or behind the gateway, the script run.
-async fn run_script(mode: Mode, fleet_yaml: &str, reinvokers: &Reinvokers) -> Vec<(Outcome, bool)> {
+async fn run_script(
+    mode: Mode,
+    fleet_yaml: &str,
+    reinvokers: &Reinvokers,
+    kopf_port: u16,
+) -> Vec<(Outcome, bool)> {
     let cluster = ControlPlane::start().await;
+    // Stopped when the script has run.
+    let _kopf = start_kopf(&cluster, kopf_port).await;
     let admin = |args: &'static [&'static str]| cluster.kubectl_ok(Identity::Admin, args);
     admin(&["create", "namespace", "probe"]).await;
     admin(&["label", "namespace", "probe", "e2e=enabled"]).await;
@@ -1007,10 +1143,11 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
     // by the test could be taken by a later server (the second API server's) in one run only.
     let dead = 1;
     let reinvokers = Reinvokers::start().await;
-    let fleet_yaml = fleet(agnhost.port, dead, &reinvokers);
+    let kopf_port = stable_free_port();
+    let fleet_yaml = fleet(agnhost.port, dead, &reinvokers, kopf_port);
 
-    let direct = run_script(Mode::Direct, &fleet_yaml, &reinvokers).await;
-    let through_gateway = run_script(Mode::Gateway, &fleet_yaml, &reinvokers).await;
+    let direct = run_script(Mode::Direct, &fleet_yaml, &reinvokers, kopf_port).await;
+    let through_gateway = run_script(Mode::Gateway, &fleet_yaml, &reinvokers, kopf_port).await;
 
     let steps = script();
     for (name, expected) in EXERCISED {

@@ -1058,6 +1058,10 @@ async fn run_script(
                 &ca_file,
                 "--namespace",
                 "admission-gateway",
+                // A namespace the script never uses, whose name YAML 1.1 (kubectl) reads as a
+                // boolean: the registration must still apply as printed.
+                "--exclude-namespace",
+                "off",
             ])
             .await;
             assert!(registration.status.success(), "registration: {}", binary::text(&registration.stderr));

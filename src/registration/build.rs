@@ -109,9 +109,63 @@ pub(crate) fn build(
             timeout.seconds,
             timeout.explain(kind, options.margin),
         ));
-        yaml.push_str(&serde_norway::to_string(&registration).map_err(|e| vec![format!("error: {e}")])?);
+        let document = serde_norway::to_string(&registration).map_err(|e| vec![format!("error: {e}")])?;
+        yaml.push_str(&quote_yaml_1_1_booleans(&document));
     }
     Ok(Built { yaml, notes })
+}
+
+/// The plain scalars YAML 1.1 reads as booleans, as `kubectl apply` reads the output
+/// (sigs.k8s.io/yaml over go-yaml v2, `resolve.go`'s table; `true`/`false` are YAML 1.2 booleans
+/// too, which serde_norway already quotes when they are strings).
+const YAML_1_1_BOOLEANS: [&str; 18] = [
+    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF", "True",
+    "False",
+];
+
+/// serde_norway writes YAML 1.2, where a string such as `on` or `no` needs no quotes; kubectl
+/// reads YAML 1.1 and would see a boolean, and the API server then refuses the object (`ReadString:
+/// expects " or n, but found t`). So every such plain scalar — a sequence item, a mapping key or
+/// value of serde_norway's block output — is single-quoted: a namespace `--exclude-namespace on`
+/// stays the string "on". Real booleans are written `true`/`false` and are left alone.
+pub(super) fn quote_yaml_1_1_booleans(document: &str) -> String {
+    let quote =
+        |word: &str| if YAML_1_1_BOOLEANS.contains(&word) { format!("'{word}'") } else { word.to_owned() };
+    let mut out = String::with_capacity(document.len());
+    // The indentation of the key whose block scalar (`|`, `>`…) is being read, if one is.
+    let mut block_scalar: Option<usize> = None;
+    for line in document.split_inclusive('\n') {
+        let (body, newline) = line.strip_suffix('\n').map_or((line, ""), |body| (body, "\n"));
+        let spaces = body.len() - body.trim_start_matches(' ').len();
+        if let Some(parent) = block_scalar {
+            if body.trim().is_empty() || spaces > parent {
+                out.push_str(line);
+                continue;
+            }
+            block_scalar = None;
+        }
+        let mut indent = spaces;
+        while body[indent..].starts_with("- ") {
+            indent += 2;
+        }
+        let (prefix, rest) = body.split_at(indent);
+        let rest = match rest.split_once(": ") {
+            Some((key, value)) => {
+                if value.starts_with(['|', '>']) {
+                    block_scalar = Some(spaces);
+                }
+                format!("{}: {}", quote(key), quote(value))
+            }
+            None => match rest.strip_suffix(':') {
+                Some(key) => format!("{}:", quote(key)),
+                None => quote(rest),
+            },
+        };
+        out.push_str(prefix);
+        out.push_str(&rest);
+        out.push_str(newline);
+    }
+    out
 }
 
 pub(super) fn phase_name(kind: WebhookKind) -> &'static str {

@@ -7,6 +7,7 @@ use clap::Parser as _;
 use serde::Deserialize as _;
 use serde_json::{json, Value};
 
+use super::build::quote_yaml_1_1_booleans;
 use super::*;
 use crate::config::manifest::ObjectMeta;
 
@@ -718,5 +719,36 @@ fn the_output_loads_through_the_gateways_own_validation() {
             snapshot.warnings.iter().filter(|w| !w.message.starts_with("no Namespace objects")).collect();
         assert!(others.is_empty(), "{flags:?}: {others:?}");
         assert_eq!((snapshot.mutating.len(), snapshot.validating.len()), (1, 1), "{flags:?}");
+    }
+}
+
+#[test]
+fn strings_yaml_1_1_reads_as_booleans_are_quoted_for_kubectl() {
+    // kubectl reads YAML 1.1 (go-yaml v2): a plain `on` is a boolean there, and the API server
+    // refuses a boolean where a namespace name belongs.
+    let flags = ["--exclude-namespace", "on", "--exclude-namespace", "no", "--exclude-namespace", "y"];
+    let built = build(&both(), &[], &with(&flags)).unwrap();
+    for word in ["on", "no", "y"] {
+        assert!(built.yaml.contains(&format!("- '{word}'\n")), "{word} quoted:\n{}", built.yaml);
+    }
+    let (documents, _) = run_build(&both(), &[], &with(&flags));
+    for kind in [WebhookKind::Mutating, WebhookKind::Validating] {
+        let values = &gateway(&documents, kind)["namespaceSelector"]["matchExpressions"][0]["values"];
+        assert_eq!(values, &json!(["admission-gateway", "kube-node-lease", "kube-system", "no", "on", "y"]));
+    }
+    // Keys, values, sequence items; not real booleans, other words, or block scalars' lines.
+    let cases = [
+        ("a: on\n", "a: 'on'\n"),
+        ("- off\n", "- 'off'\n"),
+        ("- - Yes\n", "- - 'Yes'\n"),
+        ("- y: n\n", "- 'y': 'n'\n"),
+        ("on:\n  x: true\n", "'on':\n  x: true\n"),
+        ("a: -on\n", "a: -on\n"),
+        ("a: online\n", "a: online\n"),
+        ("a: 'on'\n", "a: 'on'\n"),
+        ("a: |-\n  on\n  no\nb: no\n", "a: |-\n  on\n  no\nb: 'no'\n"),
+    ];
+    for (document, expected) in cases {
+        assert_eq!(quote_yaml_1_1_booleans(document), expected, "{document:?}");
     }
 }

@@ -1,7 +1,9 @@
 //! The end-to-end differential suite: the same fleet of real webhooks — agnhost's `webhook`,
-//! Kubernetes' own conformance-test webhook (`test/images/agnhost/webhook`), plus a dead address
-//! under Ignore and one under Fail — and the same scripted kubectl operations, run twice against
-//! a fresh real kube-apiserver (`support::control_plane`):
+//! Kubernetes' own conformance-test webhook (`test/images/agnhost/webhook`), on pods, configmaps,
+//! namespaces, CustomResourceDefinitions and a CRD's objects (`widgets.example.com`), a pair of
+//! in-process mocks for reinvocation (`Reinvokers`), kopf's admission server (`Kopf`), plus a
+//! dead address under Ignore and one under Fail — and the same scripted kubectl operations, run
+//! twice against a fresh real kube-apiserver (`support::control_plane`):
 //! 1. **direct**: the fleet's Mutating/ValidatingWebhookConfigurations applied to the API server;
 //! 2. **gateway**: the real `admission-gateway serve` binary in cluster mode (the grants of
 //!    `deploy/base/rbac.yaml`) with the same manifests as files, and only its own registration
@@ -9,8 +11,9 @@
 //!
 //! Per operation it compares kubectl's exit code, the error (webhook name and text), what kubectl
 //! printed and the stored object (labels, annotations, init containers, data, namespace phase;
-//! not uid, resourceVersion, timestamps, managedFields), prints the table, and fails on any
-//! difference that README.md's "Where the gateway knowingly differs" does not list.
+//! not uid, resourceVersion, timestamps, managedFields), how many times each reinvocation mock
+//! was called during it (a reinvocation difference shows there first), prints the table, and
+//! fails on any difference that README.md's "Where the gateway knowingly differs" does not list.
 //! Everything listens on and is called at 127.0.0.1. Needs `bash tests/control-plane/build.sh`.
 
 use std::net::TcpListener;
@@ -21,7 +24,8 @@ use serde_json::{json, Map, Value};
 
 use crate::support::binary::{self, Served};
 use crate::support::control_plane::{kube_binary, ControlPlane, Helper, Identity};
-use crate::support::{ca, eventually, https_client, loopback_certificate};
+use crate::support::mock_webhook::Mock;
+use crate::support::{ca, eventually, https_client, loopback_certificate, reply, MockWebhook, Reply};
 
 const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
 /// The gateway's registration names (`registration` default `--name`, its webhook names).
@@ -68,7 +72,7 @@ impl Known {
 
 /// What the direct run must show, so that a suite in which no webhook was called cannot pass:
 /// (operation, what must appear in its outcome).
-const EXERCISED: [(&str, &str); 10] = [
+const EXERCISED: [(&str, &str); 20] = [
     ("namespace create open (e2e=enabled)", r#"stored: "{\"labels\":{\"added-label\":\"yes\""#),
     ("namespace create plain (unlabelled)", r#"\"labels\":null"#),
     (
@@ -82,6 +86,18 @@ const EXERCISED: [(&str, &str); 10] = [
     ("pod create in dead-ignore", "exit: 0"),
     ("pod create in dead-fail", r#"failed calling webhook \"dead-fail.e2e.example.com\""#),
     ("configmap delete nondeletable", "the configmap cannot be deleted"),
+    // Round 1 happened: A saw B's label, A called twice, B (Never) once.
+    ("reinvoke: cm create (B's change reinvokes A)", r#"\"a-saw-b\":\"yes\""#),
+    ("reinvoke: cm create (B's change reinvokes A)", r#"calls: "A×2 B×1""#),
+    ("reinvoke: cm create held (A skipped, B removes hold)", r#"calls: "B×1""#),
+    ("reinvoke: cm update nobody changes (no round 1)", r#"calls: "A×1 B×1""#),
+    // A's own change never schedules A again (docs/semantics.md §11.3).
+    ("reinvoke: cm update removing a (only A changes it)", r#"calls: "A×1 B×1""#),
+    ("crd create, label disallowed", "the crd contains unwanted label"),
+    ("widget create allowed", r#"\"mutation-stage-1\":\"yes\",\"mutation-stage-2\":\"yes\""#),
+    ("widget delete nondeletable", "the custom resource cannot be deleted"),
+    ("kopf: cm create, data copied into a label", r#"\"kopf\":\"seen\",\"kopf-copy\":\"blue\""#),
+    ("kopf: cm create, data denied by kopf", "kopf refuses data kopf-deny"),
 ];
 
 /// The operations where a known difference shows.
@@ -104,6 +120,18 @@ struct Agnhost {
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A free port below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), for a server
+/// that must bind the same port again in the second run: an ephemeral port can meanwhile become
+/// the local end of some outgoing connection (the API server's to etcd, kubectl's…).
+fn stable_free_port() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let lowest: u16 = range.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(32768);
+    let start = 10_000 + u16::try_from(std::process::id() % 5_000).unwrap();
+    (start..lowest.max(start + 1))
+        .find(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }
 
 async fn start_agnhost() -> Agnhost {
@@ -135,6 +163,159 @@ async fn start_agnhost() -> Agnhost {
     Agnhost { _process: process, port, _dir: dir }
 }
 
+/// kopf's admission server (`tests/integration/kopf/admission.py`, kopf from PyPI: `.ci/run`
+/// installs it) on 127.0.0.1, the same port in both runs. kopf reads the API server's resources
+/// when it starts, so each run starts its own against its own control plane (admin kubeconfig).
+struct Kopf {
+    _process: Helper,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_kopf(cluster: &ControlPlane, port: u16) -> Kopf {
+    let dir = tempfile::tempdir().unwrap();
+    let leaf = loopback_certificate();
+    let cert = binary::write(dir.path(), "tls.crt", &leaf.cert_pem);
+    let key = binary::write(dir.path(), "tls.key", &leaf.key_pem);
+    let script = Path::new(REPOSITORY).join("tests/integration/kopf/admission.py");
+    let args = vec![
+        format!("KUBECONFIG={}", cluster.kubeconfig(Identity::Admin).display()),
+        "KOPF_ADDR=127.0.0.1".to_owned(),
+        format!("KOPF_PORT={port}"),
+        format!("KOPF_CERT={cert}"),
+        format!("KOPF_KEY={key}"),
+        "python3".to_owned(),
+        "-m".to_owned(),
+        "kopf".to_owned(),
+        "run".to_owned(),
+        "--standalone".to_owned(),
+        "--all-namespaces".to_owned(),
+        script.display().to_string(),
+    ];
+    let mut process = Helper::spawn("kopf", Path::new("/usr/bin/env"), &args, &dir.path().join("kopf.log"));
+    // Ready when it mutates a review: the server is up and its handlers know `configmaps`.
+    let client = https_client(ca());
+    let uri: http::Uri = format!("https://127.0.0.1:{port}/kopf-label").parse().unwrap();
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "kopf-probe", "operation": "CREATE", "namespace": "probe", "name": "probe",
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "userInfo": {"username": "probe"},
+            "object": configmap("probe", "probe", json!({}), None),
+            "dryRun": true,
+        },
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            !process.exited(),
+            "kopf exited (is it installed? `pip install kopf`):\n{}",
+            process.log_tail()
+        );
+        let request = http::Request::post(uri.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(review.to_string().into())
+            .unwrap();
+        if let Ok(response) = client.request(request).await {
+            use http_body_util::BodyExt as _;
+            let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            if String::from_utf8_lossy(&body).contains("\"patch\"") {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "kopf not ready:\n{}", process.log_tail());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Kopf { _process: process, _dir: dir }
+}
+
+/// The reinvocation pair (docs/semantics.md §11), in-process HTTPS mocks on 127.0.0.1 serving
+/// the loopback certificate; each counts its calls, compared per operation in both runs.
+/// - A (`IfNeeded`, first in the list, skips objects labelled `hold`): adds `a=1` if absent and,
+///   once it sees `b`, `a-saw-b=yes` — set only when A is called after B, i.e. reinvoked.
+/// - B (`Never`): adds `b=1` if absent, `c=1` when it sees `a`, and removes `hold`.
+///
+/// So B's change reinvokes A in round 1 (A twice, B once), an object with nothing left to add
+/// is still reinvoked by agnhost's add-label, and a held object stays away from A in round 1
+/// although B removed what kept A away (§11.4: only hooks round 0 dispatched are reinvoked).
+struct Reinvokers {
+    a: Mock,
+    b: Mock,
+}
+
+impl Reinvokers {
+    async fn start() -> Reinvokers {
+        let a = MockWebhook::answering(|review| {
+            let labels = &review["request"]["object"]["metadata"]["labels"];
+            let mut added = Map::new();
+            if labels["a"].is_null() {
+                added.insert("a".into(), json!("1"));
+            }
+            if !labels["b"].is_null() && labels["a-saw-b"].is_null() {
+                added.insert("a-saw-b".into(), json!("yes"));
+            }
+            patch_or_allow(review, label_patch(labels, added, &[]))
+        });
+        let b = MockWebhook::answering(|review| {
+            let labels = &review["request"]["object"]["metadata"]["labels"];
+            let mut added = Map::new();
+            if labels["b"].is_null() {
+                added.insert("b".into(), json!("1"));
+            }
+            if !labels["a"].is_null() && labels["c"].is_null() {
+                added.insert("c".into(), json!("1"));
+            }
+            let removed: &[&str] = if labels["hold"].is_null() { &[] } else { &["hold"] };
+            patch_or_allow(review, label_patch(labels, added, removed))
+        });
+        Reinvokers { a: a.spawn().await, b: b.spawn().await }
+    }
+
+    /// How often each was called since `before` (`"A×2 B×1"`, empty when neither was).
+    fn calls_since(&self, before: [usize; 2]) -> String {
+        let now = [self.a.calls(), self.b.calls()];
+        let counts: Vec<String> = ["A", "B"]
+            .iter()
+            .zip(now.iter().zip(before))
+            .filter(|(_, (now, before))| **now > *before)
+            .map(|(name, (now, before))| format!("{name}×{}", now - before))
+            .collect();
+        counts.join(" ")
+    }
+
+    fn counts(&self) -> [usize; 2] {
+        [self.a.calls(), self.b.calls()]
+    }
+}
+
+fn patch_or_allow(review: &Value, operations: Value) -> Reply {
+    match operations.as_array() {
+        Some(list) if !list.is_empty() => reply::patch(review, &operations),
+        _ => reply::allow(review),
+    }
+}
+
+/// A JSONPatch adding `added` to and removing `removed` from the labels (keys with no `/` or `~`).
+fn label_patch(labels: &Value, added: Map<String, Value>, removed: &[&str]) -> Value {
+    let mut operations = Vec::new();
+    if labels.is_null() || labels.as_object().is_some_and(Map::is_empty) {
+        if !added.is_empty() {
+            operations.push(json!({"op": "add", "path": "/metadata/labels", "value": added}));
+        }
+    } else {
+        for (key, value) in added {
+            operations.push(json!({"op": "add", "path": format!("/metadata/labels/{key}"), "value": value}));
+        }
+    }
+    for key in removed {
+        operations.push(json!({"op": "remove", "path": format!("/metadata/labels/{key}")}));
+    }
+    Value::Array(operations)
+}
+
 /// One fleet webhook: `path` on agnhost (or the dead address), its rules and scope.
 fn hook(name: &str, url: &str, rules: Value, extra: Value) -> Value {
     let mut webhook = json!({
@@ -158,14 +339,28 @@ fn rule(operations: &[&str], resources: &[&str]) -> Value {
 }
 
 /// The fleet's manifests, the same text in both runs.
-fn fleet(agnhost: u16, dead: u16) -> String {
+fn fleet(agnhost: u16, dead: u16, reinvokers: &Reinvokers, kopf: u16) -> String {
     let at = |path: &str| format!("https://127.0.0.1:{agnhost}{path}");
+    let kopf_at = |id: &str| format!("https://127.0.0.1:{kopf}/{id}");
+    let kopf_scope = json!({"matchLabels": {"kopf": "enabled"}});
     let dead = format!("https://127.0.0.1:{dead}/dead");
+    let reinvoke_scope = json!({"matchLabels": {"e2e": "enabled", "reinvoke": "both"}});
+    let widgets = |operations: &[&str]| {
+        json!([{"operations": operations, "apiGroups": ["example.com"], "apiVersions": ["v1"],
+            "resources": ["widgets"]}])
+    };
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": "e2e-mutating"},
         "webhooks": [
+            // First in the list, so that a change by any later webhook (B, agnhost's add-label)
+            // reinvokes A (docs/semantics.md §11.3). In-process mocks: see `Reinvokers`.
+            hook("reinvoke-a.e2e.example.com", reinvokers.a.url(), rule(&["CREATE", "UPDATE"], &["configmaps"]),
+                json!({"reinvocationPolicy": "IfNeeded", "timeoutSeconds": 2, "namespaceSelector": reinvoke_scope,
+                    "objectSelector": {"matchExpressions": [{"key": "hold", "operator": "DoesNotExist"}]}})),
+            hook("reinvoke-b.e2e.example.com", reinvokers.b.url(), rule(&["CREATE", "UPDATE"], &["configmaps"]),
+                json!({"reinvocationPolicy": "Never", "timeoutSeconds": 2, "namespaceSelector": reinvoke_scope})),
             hook("add-label.e2e.example.com", &at("/add-label"),
                 rule(&["CREATE"], &["pods", "configmaps", "namespaces"]),
                 // Called with AdmissionReview v1beta1, by either.
@@ -176,6 +371,13 @@ fn fleet(agnhost: u16, dead: u16) -> String {
                 rule(&["CREATE"], &["configmaps"]), json!({"sideEffects": "NoneOnDryRun"})),
             hook("mutate-configmaps-2.e2e.example.com", &at("/mutating-configmaps"),
                 rule(&["CREATE"], &["configmaps"]), json!({"sideEffects": "NoneOnDryRun"})),
+            hook("kopf-label.e2e.example.com", &kopf_at("kopf-label"), rule(&["CREATE"], &["configmaps"]),
+                json!({"namespaceSelector": kopf_scope})),
+            // The CRD's objects: agnhost's custom-resource mutator, stage 1 then 2.
+            hook("mutate-widgets-1.e2e.example.com", &at("/mutating-custom-resource"), widgets(&["CREATE"]),
+                json!({"sideEffects": "NoneOnDryRun", "timeoutSeconds": 2})),
+            hook("mutate-widgets-2.e2e.example.com", &at("/mutating-custom-resource"), widgets(&["CREATE"]),
+                json!({"sideEffects": "NoneOnDryRun", "timeoutSeconds": 2})),
         ],
     });
     let validating = json!({
@@ -202,6 +404,16 @@ fn fleet(agnhost: u16, dead: u16) -> String {
                     "namespaceSelector": {"matchLabels": {"slow": "ignore"}}})),
             hook("slow-fail.e2e.example.com", &at("/always-allow-delay-5s"), rule(&["CREATE"], &["configmaps"]),
                 json!({"timeoutSeconds": 2, "namespaceSelector": {"matchLabels": {"slow": "fail"}}})),
+            hook("kopf-deny.e2e.example.com", &kopf_at("kopf-deny"), rule(&["CREATE", "UPDATE"], &["configmaps"]),
+                json!({"namespaceSelector": kopf_scope})),
+            hook("deny-widgets.e2e.example.com", &at("/custom-resource"), widgets(&["CREATE", "UPDATE", "DELETE"]),
+                json!({})),
+            // CustomResourceDefinitions are cluster-scoped: the namespaceSelector never skips them
+            // (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/namespace/matcher.go).
+            hook("deny-crds.e2e.example.com", &at("/crd"),
+                json!([{"operations": ["CREATE"], "apiGroups": ["apiextensions.k8s.io"], "apiVersions": ["v1"],
+                    "resources": ["customresourcedefinitions"]}]),
+                json!({})),
         ],
     });
     format!(
@@ -235,6 +447,29 @@ fn configmap(namespace: &str, name: &str, labels: Value, data: Option<Value>) ->
         object["data"] = data;
     }
     object
+}
+
+fn custom_resource_definition(plural: &str, kind: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com"), "labels": labels},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+        },
+    })
+}
+
+/// A `widgets.example.com/v1` object; agnhost's custom-resource webhooks read its `data`.
+fn widget(namespace: &str, name: &str, data: Value) -> Value {
+    json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    })
 }
 
 /// One kubectl operation and the object to read back afterwards.
@@ -305,6 +540,11 @@ fn script() -> Vec<Step> {
             "namespace create plain (unlabelled)",
             &["create", "namespace", "plain"],
             ["namespace", "", "plain"],
+        ),
+        create(
+            "namespace create reinvoke",
+            namespace("reinvoke", json!({"e2e": "enabled", "reinvoke": "both"})),
+            ["namespace", "", "reinvoke"],
         ),
         // Pods
         dry_run(
@@ -466,8 +706,160 @@ fn script() -> Vec<Step> {
         ),
         create(
             "configmap create in plain",
-            configmap("plain", "cm", none, Some(json!({"a": "b"}))),
+            configmap("plain", "cm", none.clone(), Some(json!({"a": "b"}))),
             ["configmap", "plain", "cm"],
+        ),
+        // Reinvocation (docs/semantics.md §11; the mocks of `Reinvokers`, called before agnhost's
+        // add-label, which adds `added-label` on every create).
+        create(
+            "reinvoke: cm create (B's change reinvokes A)",
+            configmap("reinvoke", "fresh", none.clone(), None),
+            ["configmap", "reinvoke", "fresh"],
+        ),
+        create(
+            "reinvoke: cm create, A and B add nothing, add-label does",
+            configmap("reinvoke", "complete", json!({"a": "1", "b": "1", "c": "1", "a-saw-b": "yes"}), None),
+            ["configmap", "reinvoke", "complete"],
+        ),
+        create(
+            "reinvoke: cm create held (A skipped, B removes hold)",
+            configmap("reinvoke", "held", json!({"hold": "yes"}), None),
+            ["configmap", "reinvoke", "held"],
+        ),
+        dry_run(
+            "reinvoke: cm dry-run create",
+            configmap("reinvoke", "dry", none.clone(), None),
+            ["configmap", "reinvoke", "dry"],
+        ),
+        run(
+            "reinvoke: cm update removing b (B restores it)",
+            &["label", "configmap", "fresh", "-n", "reinvoke", "b-"],
+            ["configmap", "reinvoke", "fresh"],
+        ),
+        run(
+            "reinvoke: cm update removing a (only A changes it)",
+            &["label", "configmap", "fresh", "-n", "reinvoke", "a-"],
+            ["configmap", "reinvoke", "fresh"],
+        ),
+        run(
+            "reinvoke: cm update adding hold (oldObject selects A)",
+            &["label", "configmap", "fresh", "-n", "reinvoke", "hold=yes"],
+            ["configmap", "reinvoke", "fresh"],
+        ),
+        run(
+            "reinvoke: cm update nobody changes (no round 1)",
+            &["label", "configmap", "fresh", "-n", "reinvoke", "color=red"],
+            ["configmap", "reinvoke", "fresh"],
+        ),
+        // kopf's handlers (tests/integration/kopf/admission.py) after agnhost's, in `kopf`
+        create(
+            "namespace create kopf",
+            namespace("kopf", json!({"e2e": "enabled", "kopf": "enabled"})),
+            ["namespace", "", "kopf"],
+        ),
+        create(
+            "kopf: cm create (labelled by kopf)",
+            configmap("kopf", "plain", none.clone(), Some(json!({"mutation-start": "yes"}))),
+            ["configmap", "kopf", "plain"],
+        ),
+        create(
+            "kopf: cm create, data copied into a label",
+            configmap("kopf", "copy", json!({"app": "x"}), Some(json!({"kopf-copy": "blue"}))),
+            ["configmap", "kopf", "copy"],
+        ),
+        dry_run(
+            "kopf: cm dry-run create",
+            configmap("kopf", "dry", none.clone(), Some(json!({"kopf-copy": "red"}))),
+            ["configmap", "kopf", "dry"],
+        ),
+        create(
+            "kopf: cm create, data denied by kopf",
+            configmap("kopf", "denied", none.clone(), Some(json!({"kopf-deny": "x"}))),
+            ["configmap", "kopf", "denied"],
+        ),
+        run(
+            "kopf: cm update, data denied by kopf",
+            &[
+                "patch",
+                "configmap",
+                "plain",
+                "-n",
+                "kopf",
+                "--type=merge",
+                "-p",
+                r#"{"data":{"kopf-deny":"x"}}"#,
+            ],
+            ["configmap", "kopf", "plain"],
+        ),
+        // A CRD and its objects
+        create(
+            "crd create, label disallowed",
+            custom_resource_definition("gadgets", "Gadget", json!({"webhook-e2e-test": "webhook-disallow"})),
+            ["customresourcedefinition", "", "gadgets.example.com"],
+        ),
+        create(
+            "crd create widgets.example.com",
+            custom_resource_definition("widgets", "Widget", none.clone()),
+            ["customresourcedefinition", "", "widgets.example.com"],
+        ),
+        run(
+            "crd wait until established",
+            &["wait", "--for=condition=established", "--timeout=60s", "crd/widgets.example.com"],
+            ["customresourcedefinition", "", "widgets.example.com"],
+        ),
+        create(
+            "widget create allowed",
+            widget("open", "allowed-widget", json!({"mutation-start": "yes"})),
+            ["widget", "open", "allowed-widget"],
+        ),
+        dry_run(
+            "widget dry-run create",
+            widget("open", "dry-widget", json!({"mutation-start": "yes"})),
+            ["widget", "open", "dry-widget"],
+        ),
+        create(
+            "widget create, data disallowed",
+            widget("open", "disallowed-widget", disallow.clone()),
+            ["widget", "open", "disallowed-widget"],
+        ),
+        run(
+            "widget update: data disallowed",
+            &["patch", "widget", "allowed-widget", "-n", "open", "--type=merge", "-p", &disallow_patch()],
+            ["widget", "open", "allowed-widget"],
+        ),
+        run(
+            "widget update: data allowed",
+            &[
+                "patch",
+                "widget",
+                "allowed-widget",
+                "-n",
+                "open",
+                "--type=merge",
+                "-p",
+                r#"{"data":{"color":"green"}}"#,
+            ],
+            ["widget", "open", "allowed-widget"],
+        ),
+        create(
+            "widget create nondeletable",
+            widget("open", "keep-widget", json!({"webhook-e2e-test": "webhook-nondeletable"})),
+            ["widget", "open", "keep-widget"],
+        ),
+        run(
+            "widget delete nondeletable",
+            &["delete", "widget", "keep-widget", "-n", "open"],
+            ["widget", "open", "keep-widget"],
+        ),
+        run(
+            "widget delete",
+            &["delete", "widget", "allowed-widget", "-n", "open"],
+            ["widget", "open", "allowed-widget"],
+        ),
+        create(
+            "widget create in plain",
+            widget("plain", "w", json!({"mutation-start": "yes"})),
+            ["widget", "plain", "w"],
         ),
         run(
             "namespace delete plain",
@@ -500,10 +892,20 @@ struct Outcome {
     output: String,
     /// The object read back afterwards (normalised), or kubectl's error.
     stored: String,
+    /// How often the reinvocation mocks were called during the operation (`"A×2 B×1"`).
+    calls: String,
 }
 
 impl Outcome {
     fn summary(&self) -> String {
+        if self.calls.is_empty() {
+            self.verdict()
+        } else {
+            format!("{}; {}", self.verdict(), self.calls)
+        }
+    }
+
+    fn verdict(&self) -> String {
         if self.exit == 0 {
             return "allowed".to_owned();
         }
@@ -567,8 +969,10 @@ async fn kubectl(cluster: &ControlPlane, args: &[String], stdin: Option<&Value>)
     (output.status.code().unwrap_or(-1), binary::text(&output.stdout), binary::text(&output.stderr))
 }
 
-async fn perform(cluster: &ControlPlane, step: &Step) -> (Outcome, bool) {
+async fn perform(cluster: &ControlPlane, step: &Step, reinvokers: &Reinvokers) -> (Outcome, bool) {
+    let before = reinvokers.counts();
     let (exit, stdout, stderr) = kubectl(cluster, &step.args, step.stdin.as_ref()).await;
+    let calls = reinvokers.calls_since(before);
     let (error, wrapped) = unwrap_gateway(stderr.trim());
     let output = match serde_json::from_str::<Value>(&stdout) {
         Ok(object) => normalise(&object),
@@ -585,7 +989,7 @@ async fn perform(cluster: &ControlPlane, step: &Step) -> (Outcome, bool) {
     } else {
         stderr.trim().to_owned()
     };
-    (Outcome { exit, error, output, stored }, wrapped)
+    (Outcome { exit, error, output, stored, calls }, wrapped)
 }
 
 /// Waits until the API server calls the registered webhooks (it reads registrations from an
@@ -618,8 +1022,15 @@ async fn wait_until_in_force(cluster: &ControlPlane) {
 }
 
 /// A fresh control plane, the fleet registered directly or behind the gateway, the script run.
-async fn run_script(mode: Mode, fleet_yaml: &str) -> Vec<(Outcome, bool)> {
+async fn run_script(
+    mode: Mode,
+    fleet_yaml: &str,
+    reinvokers: &Reinvokers,
+    kopf_port: u16,
+) -> Vec<(Outcome, bool)> {
     let cluster = ControlPlane::start().await;
+    // Stopped when the script has run.
+    let _kopf = start_kopf(&cluster, kopf_port).await;
     let admin = |args: &'static [&'static str]| cluster.kubectl_ok(Identity::Admin, args);
     admin(&["create", "namespace", "probe"]).await;
     admin(&["label", "namespace", "probe", "e2e=enabled"]).await;
@@ -647,6 +1058,10 @@ async fn run_script(mode: Mode, fleet_yaml: &str) -> Vec<(Outcome, bool)> {
                 &ca_file,
                 "--namespace",
                 "admission-gateway",
+                // A namespace the script never uses, whose name YAML 1.1 (kubectl) reads as a
+                // boolean: the registration must still apply as printed.
+                "--exclude-namespace",
+                "off",
             ])
             .await;
             assert!(registration.status.success(), "registration: {}", binary::text(&registration.stderr));
@@ -670,7 +1085,7 @@ async fn run_script(mode: Mode, fleet_yaml: &str) -> Vec<(Outcome, bool)> {
 
     let mut outcomes = Vec::new();
     for step in script() {
-        outcomes.push(perform(&cluster, &step).await);
+        outcomes.push(perform(&cluster, &step, reinvokers).await);
     }
     if let Some(mut served) = gateway {
         assert!(served.is_running(), "the gateway ran through the script");
@@ -731,10 +1146,12 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
     // Nobody listens on port 1 (a privileged port): refused at once, in both runs. A port freed
     // by the test could be taken by a later server (the second API server's) in one run only.
     let dead = 1;
-    let fleet_yaml = fleet(agnhost.port, dead);
+    let reinvokers = Reinvokers::start().await;
+    let kopf_port = stable_free_port();
+    let fleet_yaml = fleet(agnhost.port, dead, &reinvokers, kopf_port);
 
-    let direct = run_script(Mode::Direct, &fleet_yaml).await;
-    let through_gateway = run_script(Mode::Gateway, &fleet_yaml).await;
+    let direct = run_script(Mode::Direct, &fleet_yaml, &reinvokers, kopf_port).await;
+    let through_gateway = run_script(Mode::Gateway, &fleet_yaml, &reinvokers, kopf_port).await;
 
     let steps = script();
     for (name, expected) in EXERCISED {

@@ -69,6 +69,7 @@ pub(crate) fn read_sources(paths: &[PathBuf], texts: &[Text], problems: &mut Vec
         file.hash(&mut hasher);
         text.hash(&mut hasher);
         let source = Source { file };
+        yaml11_booleans(&source.file, text, problems);
         match parse_documents(&source.file, text) {
             Ok(documents) => {
                 objects.documents.insert(source.file.clone(), documents.len());
@@ -161,6 +162,88 @@ fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, String> {
         }
     }
     Ok(documents)
+}
+
+/// The scalars YAML 1.1 reads as booleans and YAML 1.2 as strings.
+const YAML11_BOOLEANS: [&str; 16] =
+    ["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"];
+
+/// Warns of every unquoted YAML 1.1 boolean (`yes`, `on`, `off`…) in a YAML file: the gateway
+/// reads YAML 1.2, where it is the string `yes`, but `kubectl` reads YAML 1.1, where it is a
+/// boolean that a string field (a label value, a name) refuses. The same file would load here
+/// and be refused by the API server.
+fn yaml11_booleans(file: &Path, text: &str, problems: &mut Vec<Problem>) {
+    if file.extension().and_then(|e| e.to_str()) == Some("json") {
+        return;
+    }
+    for (number, line) in text.lines().enumerate() {
+        // What precedes a comment (a `#` after a blank or at the start), roughly: quoted
+        // scalars are skipped below, so a `#` inside one only hides the rest of its line.
+        let content = match line.find(" #") {
+            Some(at) => &line[..at],
+            None if line.trim_start().starts_with('#') => "",
+            None => line,
+        };
+        let mut in_quotes: Option<char> = None;
+        let mut token_start = None;
+        let mut tokens = Vec::new();
+        for (i, c) in content.char_indices() {
+            match in_quotes {
+                Some(q) if c == q => in_quotes = None,
+                Some(_) => {}
+                None if c == '"' || c == '\'' => in_quotes = Some(c),
+                None if c.is_alphanumeric() => {
+                    token_start.get_or_insert(i);
+                }
+                None => {
+                    if let Some(start) = token_start.take() {
+                        tokens.push((start, i));
+                    }
+                }
+            }
+        }
+        if let Some(start) = token_start {
+            tokens.push((start, content.len()));
+        }
+        for (start, end) in tokens {
+            let word = &content[start..end];
+            if !YAML11_BOOLEANS.contains(&word) {
+                continue;
+            }
+            // A value: after `: `, `- `, `[`, `{`… and before the end, `,`, `]` or `}`.
+            let before = content[..start].trim_end();
+            let after = content[end..].trim_start();
+            let is_value = (before.ends_with(':')
+                || before.ends_with('-')
+                || before.ends_with('[')
+                || before.ends_with(',')
+                || before.ends_with('{'))
+                && (after.is_empty()
+                    || after.starts_with(',')
+                    || after.starts_with(']')
+                    || after.starts_with('}'));
+            // A key (`on: …`) is read as a boolean key by YAML 1.1 as well.
+            let is_key = after.starts_with(':')
+                && (before.is_empty()
+                    || before.ends_with('-')
+                    || before.ends_with('{')
+                    || before.ends_with(','));
+            if is_value || is_key {
+                problems.push(Problem {
+                    severity: Severity::Warning,
+                    file: file.to_path_buf(),
+                    object: None,
+                    webhook: None,
+                    field: None,
+                    message: format!(
+                        "line {}: unquoted {word:?} is a string here (YAML 1.2) but the boolean {} for kubectl (YAML 1.1), which the API server refuses where a string belongs: quote it (\"{word}\") so both read it alike",
+                        number + 1,
+                        matches!(word.chars().next(), Some('y' | 'Y') ) || word.eq_ignore_ascii_case("on")
+                    ),
+                });
+            }
+        }
+    }
 }
 
 /// Where a document sits: its file and its position there (counting from 0).
@@ -473,6 +556,25 @@ webhooks:
                 format!("error: {file}: Namespace (document 2, no metadata.name): metadata.name: Required value"),
             ]
         );
+    }
+
+    #[test]
+    fn unquoted_yaml_1_1_booleans_are_warned_of_with_their_line() {
+        let text = "a: yes\nb: \"yes\"\nc: [on, 'off', x]\nd: {k: No}\n# e: yes\nf: yesterday # on\n- n\nOff: 1\ng: nothing\n";
+        let mut problems = Vec::new();
+        yaml11_booleans(Path::new("fleet.yaml"), text, &mut problems);
+        let found: Vec<&str> = problems.iter().map(|p| p.message.split(':').next().unwrap()).collect();
+        assert_eq!(found, ["line 1", "line 3", "line 4", "line 7", "line 8"], "{problems:#?}");
+        assert!(problems.iter().all(|p| p.severity == Severity::Warning));
+        assert!(
+            problems[0].message.contains("unquoted \"yes\" is a string here (YAML 1.2) but the boolean true"),
+            "{}",
+            problems[0].message
+        );
+        assert!(problems[2].message.contains("the boolean false"), "{}", problems[2].message);
+        let mut none = Vec::new();
+        yaml11_booleans(Path::new("fleet.json"), "{\"a\": \"yes\"}", &mut none);
+        assert!(none.is_empty());
     }
 
     #[test]

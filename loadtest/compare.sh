@@ -185,7 +185,9 @@ start_mock() {
         --refuse 127.0.0.1:0 "${args[@]}" > "$WORK/mock.out" 2> "$WORK/mock.err" &
     MOCK_PID=$!
     PIDS+=("$MOCK_PID")
+    # Both lines: the mock may print them in either order.
     wait_line "$WORK/mock.out" '^refusing on ' mock-webhook "$MOCK_PID"
+    wait_line "$WORK/mock.out" '^listening on https://' mock-webhook "$MOCK_PID"
     MOCK=$(sed -n 's#^listening on https://##p' "$WORK/mock.out")
     REFUSING=$(sed -n 's#^refusing on ##p' "$WORK/mock.out")
 }

@@ -213,25 +213,10 @@ pub(crate) struct Review<'r> {
 
 /// Dispatches one review within `budget`. `explanation` records the steps when enabled;
 /// `cluster` is the live cluster state in cluster mode; the calls' spans are children of
-/// `trace`. Shadow calls go on after the answer.
+/// `trace`. Shadow calls go on after the answer: returned with the outcome are those still
+/// running (the `review` command awaits them to show their results; the server lets them go).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn review(
-    snapshot: &Snapshot,
-    cluster: Option<&Cluster>,
-    request: &IncomingReview,
-    stage: Stage,
-    budget: Budget,
-    explanation: Explanation,
-    shadows: &Shadows,
-    trace: Parent,
-) -> Outcome {
-    review_with_shadows(snapshot, cluster, request, stage, budget, explanation, shadows, trace).await.0
-}
-
-/// [`review`], and the shadow calls still running when `shadows` collects them (the `review`
-/// command awaits them to show their results).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn review_with_shadows(
     snapshot: &Snapshot,
     cluster: Option<&Cluster>,
     request: &IncomingReview,

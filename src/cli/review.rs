@@ -51,7 +51,7 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
     };
     let stage = Stage::from(args.stage);
     let shadows = Shadows::awaited();
-    let (mut outcome, running) = pipeline::review_with_shadows(
+    let (mut outcome, running) = pipeline::review(
         &snapshot,
         None,
         &review,

@@ -139,7 +139,8 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let trace = span.as_ref().map(|span| span.parent().clone()).unwrap_or_default();
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
-    let outcome = pipeline::review(
+    // Shadow calls still running go on by themselves (`pipeline/shadow.rs`).
+    let (outcome, _) = pipeline::review(
         &snapshot,
         state.cluster.get().map(|c| &**c),
         &review,

@@ -299,6 +299,10 @@ EOF
 configuration() {
     printf -- '---\napiVersion: admissionregistration.k8s.io/v1\nkind: %s\nmetadata:\n  name: %s\nwebhooks:\n' "$1" "$2"
 }
+# gateway_config FIELD: VALUE: a GatewayConfig document with that one setting.
+gateway_config() {
+    printf -- '---\napiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata:\n  name: gateway\n%s %s\n' "$1" "$2"
+}
 # webhook name=N url=U [policy=Fail] [timeout=10] [group=] [resource=pods] [selector=K=V]
 webhook() {
     local name='' url='' policy=Fail timeout=10 group='' resource=pods selector='' arg
@@ -613,7 +617,10 @@ scenario_hung-ignore() {
     start_mock "/hang=hang" "/sleep1s=allow,delay:1s"
     start_nginx 1s
     { configuration ValidatingWebhookConfiguration loadtest
-      webhook name=hang.loadtest.example.com url="https://$MOCK/hang" policy=Ignore timeout=1; } > "$WORK/fleet.yaml"
+      webhook name=hang.loadtest.example.com url="https://$MOCK/hang" policy=Ignore timeout=1
+      # Every call waits its timeout here: fast failure (which would eject the webhook after
+      # 5 timeouts and answer at once) is dead-ignore's subject.
+      gateway_config ejectAfterFailures: 0; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
     local b
     b=$(body 10k $PAD)
@@ -736,7 +743,9 @@ scenario_inflight-2000() {
     start_mock "/label=label:loadtest=yes,delay:2s"
     start_nginx
     { configuration MutatingWebhookConfiguration loadtest
-      webhook name=label.loadtest.example.com url="https://$MOCK/label"; } > "$WORK/fleet.yaml"
+      webhook name=label.loadtest.example.com url="https://$MOCK/label"
+      # Room for the 2,000 (the default cap, 1,024, would answer the rest 429: see overload).
+      gateway_config maxReviewsInFlight: 4096; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
     local idle=${GW_IDLE_MIB[gateway]} b
     b=$(body 10k $PAD)
@@ -761,18 +770,18 @@ scenario_inflight-2000() {
 }
 
 scenario_overload() {
-    TITLE="overload: 2,000 connections against a webhook answering after 1 s, the gateway capped at maxReviewsInFlight 200 (beyond: 429 at once); direct and nginx: no cap"
+    TITLE="overload: 2,000 connections against a webhook answering after 1 s, the gateway capped at maxReviewsInFlight 100 (beyond: 429 at once); direct and nginx: no cap"
     start_mock "/allow=allow,delay:1s"
     start_nginx
     { configuration ValidatingWebhookConfiguration loadtest
       webhook name=slow.loadtest.example.com url="https://$MOCK/allow"
-      printf -- '---\napiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata:\n  name: gateway\nmaxReviewsInFlight: 200\n'; } > "$WORK/fleet.yaml"
+      gateway_config maxReviewsInFlight: 100; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
     local idle=${GW_IDLE_MIB[gateway]} b
     b=$(body 10k $PAD)
     target direct "direct (mock, 1 s)" "https://$MOCK/allow" "$b" "" "$ALLOWED"
     target nginx "nginx -> mock" "https://$NGINX/allow" "$b" "$NGINX_PIDS" "$ALLOWED"
-    target gateway "gateway /validate (cap 200)" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$b" "${GW_PID[gateway]}" "$ALLOWED"
+    target gateway "gateway /validate (cap 100)" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$b" "${GW_PID[gateway]}" "$ALLOWED"
     CONNS=2000 WRK_THREADS=2 S_ROUNDS=1 S_DURATION=7 S_WARMUP=0 C1_TARGETS= SAMPLE_IN_FLIGHT=1 WRK_TIMEOUT=5
     measure
     print_tables
@@ -781,9 +790,9 @@ scenario_overload() {
     requests=$(get load gateway requests) refused=$(get load gateway non2xx)
     served=$(awk -v r="$requests" -v n="$refused" -v s=7 'BEGIN { printf "%.0f", (r - n) / s }')
     peak=$(get load gateway hwm)
-    figure "reviews answered 200 per second (cap 200, webhook 1 s)" "$served" "≈ 200" "(reference)"
+    figure "reviews answered 200 per second (cap 100, webhook 1 s)" "$served" "≈ 100" "(reference)"
     figure "answers that were 429 (Retry-After), of all" "$refused of $requests" "—" "(reference)"
-    figure "gateway calls in flight at the webhook, sampled" "$(get load gateway in_flight)" "≤ 200" "$(verdict "$(get load gateway in_flight)" le 200)"
+    figure "gateway calls in flight at the webhook, sampled" "$(get load gateway in_flight)" "≤ 100" "$(verdict "$(get load gateway in_flight)" le 100)"
     figure "gateway peak RSS under the flood / idle" "$peak / $idle MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     gateway_log_note gateway
     result gateway nginx direct load

@@ -57,7 +57,10 @@ where
     F: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // hyper's default of 200 streams per HTTP/2 connection would cap the calls in flight to
+    // one mock (the gateway keeps one HTTP/2 connection per loopback webhook).
+    builder.http2().max_concurrent_streams(10_000);
     tokio::spawn(async move {
         loop {
             let stream = match listener.accept().await {

@@ -15,13 +15,17 @@ cargo +nightly fuzz build
 for target in "${targets[@]}"; do
     mkdir -p "work/$target" "regressions/$target"
     log="work/$target.log"
+    rm -f fuzz-*.log # -jobs=1: libFuzzer runs in a child process that writes fuzz-0.log
     if cargo +nightly fuzz run "$target" "work/$target" "corpus/$target" "regressions/$target" -- \
         -max_total_time="$seconds" -jobs=1 -workers=1 -rss_limit_mb=2048 -print_final_stats=1 \
         >"$log" 2>&1; then
+        cat fuzz-*.log >>"$log" 2>/dev/null || true
         runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
         echo "fuzz: $target: ${seconds}s, ${runs:-?} executions, no crash"
     else
-        tail -n 60 "$log"
+        cat fuzz-*.log >>"$log" 2>/dev/null || true
+        grep -E -A8 'panicked at|ERROR: (libFuzzer|AddressSanitizer)' "$log" | head -n 40 || tail -n 60 "$log"
+        grep -E '^(Failing input:|\s+artifacts/)' "$log" || true
         echo "fuzz: $target: FAILED (full log: fuzz/$log)"
         exit 1
     fi

@@ -20,7 +20,7 @@ for target in "${targets[@]}"; do
         -max_total_time="$seconds" -jobs=1 -workers=1 -rss_limit_mb=2048 -print_final_stats=1 \
         >"$log" 2>&1; then
         cat fuzz-*.log >>"$log" 2>/dev/null || true
-        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
         echo "fuzz: $target: ${seconds}s, ${runs:-?} executions, no crash"
     else
         cat fuzz-*.log >>"$log" 2>/dev/null || true

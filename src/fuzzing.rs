@@ -91,7 +91,8 @@ pub fn json_patch(object: &[u8], patch: &[u8]) -> Option<Result<(), String>> {
     let annotated = Patch::decode(patch.annotation_json().as_bytes()).expect("the annotated patch decodes");
     let mut again = original.clone();
     let again_result = annotated.apply(&mut again).map_err(|e| e.to_string());
-    assert_eq!(result, again_result, "the annotated patch applies as the patch");
+    // Only the outcome: a `serde_json` error in a value names a column, which compaction moves.
+    assert_eq!(result.is_ok(), again_result.is_ok(), "the annotated patch applies as the patch: {result:?}");
     if result.is_ok() {
         assert_eq!(patched, again, "the annotated patch applies as the patch");
     }
@@ -115,15 +116,15 @@ pub fn json_patch(object: &[u8], patch: &[u8]) -> Option<Result<(), String>> {
 }
 
 /// Loads a configuration text (YAML or JSON, any number of documents) as `serve` loads a
-/// fleet ConfigMap's key (`config/load.rs`, `validate.rs`, `compile.rs`): `Ok` with the number
-/// of warnings, or every problem, as printed. A refused configuration has at least one error.
-pub fn config_load(text: &str) -> Result<usize, Vec<String>> {
+/// fleet ConfigMap's key (`config/load.rs`, `validate.rs`, `compile.rs`): `Ok` with the
+/// warnings, or every problem, as printed. A refused configuration has at least one error.
+pub fn config_load(text: &str) -> Result<Vec<String>, Vec<String>> {
     let inputs = Inputs {
         texts: vec![Text { name: PathBuf::from("configmap/fuzz/fleet/fleet.yaml"), text: text.to_owned() }],
         ..Inputs::default()
     };
     match compile::load_inputs(&inputs, &Clients::default(), 1) {
-        Ok(snapshot) => Ok(snapshot.warnings.iter().map(|w| w.to_string()).count()),
+        Ok(snapshot) => Ok(snapshot.warnings.iter().map(ToString::to_string).collect()),
         Err(error) => {
             assert!(
                 error.problems.iter().any(|p| p.severity == Severity::Error),

@@ -48,6 +48,8 @@ pub mod cluster;
 pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod explain;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod go;
 pub mod logging;
 pub(crate) mod match_conditions;

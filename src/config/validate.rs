@@ -399,6 +399,13 @@ fn resources(resources: &[String], at: &Path, r: &mut Report) {
 // ---------------------------------------------------------------------------------------------
 // Selectors and match conditions
 
+/// A selector on its own, as [`configuration`] validates a webhook's (for `src/fuzzing.rs`).
+pub(crate) fn selector(selector: &LabelSelector) -> Vec<Finding> {
+    let mut report = Report::default();
+    label_selector(selector, &Path::new("objectSelector"), &mut report);
+    report.findings
+}
+
 /// `ValidateLabelSelector` with invalid label values refused (the create-time option).
 fn label_selector(selector: &LabelSelector, at: &Path, r: &mut Report) {
     labels(&selector.match_labels, &at.child("matchLabels"), r);

@@ -109,13 +109,14 @@ fn leading_int(text: &str) -> Option<(u64, &str)> {
 #[derive(Clone, Copy, Debug)]
 struct Fraction {
     digits: u64,
-    /// A power of ten, at most 10^19.
-    scale: u64,
+    /// Go's `float64` `scale`: ten to the number of digits kept, leading zeros included (so
+    /// beyond `u64`), each multiplication by ten rounded as Go's is; `None` once it is +Inf.
+    scale: Option<Float>,
 }
 
 impl Default for Fraction {
     fn default() -> Self {
-        Self { digits: 0, scale: 1 }
+        Self { digits: 0, scale: Some(Float { mantissa: 1, exponent: 0 }) }
     }
 }
 
@@ -138,21 +139,23 @@ fn leading_fraction(text: &str) -> (Fraction, &str) {
             continue;
         }
         fraction.digits = next;
-        fraction.scale *= 10;
+        fraction.scale = fraction.scale.and_then(Float::times_ten);
     }
     (fraction, &text[len..])
 }
 
 /// `uint64(float64(digits) * (float64(unit) / float64(scale)))`, computed as IEEE 754 binary64
 /// would compute it (round to nearest, ties to even, at each of the three steps), without
-/// floating point.
-fn fraction_nanos(digits: u64, unit: u64, scale: u64) -> u64 {
+/// floating point. A `scale` of `None` is +Inf: the ratio, and the nanoseconds, are 0.
+fn fraction_nanos(digits: u64, unit: u64, scale: Option<Float>) -> u64 {
+    let Some(scale) = scale else { return 0 };
     let digits = Float::round(u128::from(digits), 0, false);
-    // unit / scale, with enough quotient bits to round: shift `unit` up to 126 bits.
+    // unit / scale, with enough quotient bits to round: shift `unit` up to 126 bits, and divide
+    // by the scale's mantissa (at most 53 bits).
     let shift = 126 - (128 - u128::from(unit).leading_zeros());
     let shifted = u128::from(unit) << shift;
-    let divisor = u128::from(scale);
-    let ratio = Float::round(shifted / divisor, -(shift as i32), shifted % divisor != 0);
+    let divisor = u128::from(scale.mantissa);
+    let ratio = Float::round(shifted / divisor, -(shift as i32) - scale.exponent, shifted % divisor != 0);
     let product = Float::round(
         u128::from(digits.mantissa) * u128::from(ratio.mantissa),
         digits.exponent + ratio.exponent,
@@ -191,6 +194,13 @@ impl Float {
             }
         }
         Float { mantissa, exponent }
+    }
+
+    /// `self * 10`, rounded; `None` if that overflows to +Inf (2^1024 or more).
+    fn times_ten(self) -> Option<Float> {
+        let product = Float::round(u128::from(self.mantissa) * 10, self.exponent, false);
+        let bits = 64 - product.mantissa.leading_zeros();
+        (bits as i32 + product.exponent <= 1024).then_some(product)
     }
 
     /// The conversion to `uint64`: towards zero.

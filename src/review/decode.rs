@@ -79,6 +79,10 @@ pub(crate) enum DecodeError {
     NotAdmissionReview(String),
     #[error("unsupported apiVersion {0:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1")]
     UnknownVersion(String),
+    /// `serde_json` keeps such a string in a raw `object` but refuses it everywhere else (the
+    /// object's tree, the request sent on), where Go reads it as U+FFFD.
+    #[error("request body is not a valid AdmissionReview: a string holds a lone UTF-16 surrogate escape")]
+    LoneSurrogate,
     #[error("AdmissionReview has no request")]
     MissingRequest,
     #[error("AdmissionReview request has no {0}")]
@@ -90,7 +94,7 @@ impl DecodeError {
     pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::NotJson(_) => "not_json",
-            Self::Invalid(_) => "invalid",
+            Self::Invalid(_) | Self::LoneSurrogate => "invalid",
             Self::NotAdmissionReview(_) => "not_admission_review",
             Self::UnknownVersion(_) => "unknown_version",
             Self::MissingRequest => "missing_request",
@@ -118,6 +122,9 @@ pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
             DecodeError::Invalid(error)
         }
     })?;
+    if has_lone_surrogate(body) {
+        return Err(DecodeError::LoneSurrogate);
+    }
     if envelope.kind != "AdmissionReview" {
         return Err(DecodeError::NotAdmissionReview(envelope.kind));
     }
@@ -139,6 +146,35 @@ pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
     Ok(IncomingReview { version, request })
 }
 
+/// Whether a string of `body`, valid JSON, holds a `\uXXXX` surrogate escape not in a high-low
+/// pair. In valid JSON every backslash starts an escape, so no string tracking is needed.
+fn has_lone_surrogate(body: &[u8]) -> bool {
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(body.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let mut at = 0;
+    while let Some(offset) = body[at..].iter().position(|&b| b == b'\\') {
+        at += offset;
+        if body.get(at + 1) != Some(&b'u') {
+            at += 2;
+            continue;
+        }
+        match hex(at + 2) {
+            Some(0xd800..=0xdbff) => {
+                let low = (body.get(at + 6..at + 8) == Some(b"\\u")).then(|| hex(at + 8)).flatten();
+                if !matches!(low, Some(0xdc00..=0xdfff)) {
+                    return true;
+                }
+                at += 12;
+            }
+            Some(0xdc00..=0xdfff) => return true,
+            _ => at += 6,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +192,25 @@ mod tests {
         assert_eq!(review.operation(), Operation::Create);
         assert_eq!(review.request.object.as_ref().unwrap().get(), r#"{"metadata":{"name":"p"}}"#);
         assert!(review.request.old_object.is_none());
+    }
+
+    /// Found by fuzzing (fuzz/regressions/review_decode): a lone surrogate escape in the raw
+    /// object decoded, then the request sent on (and the object's tree) did not.
+    #[test]
+    fn a_lone_surrogate_escape_is_refused() {
+        for lone in [r"\udbed", r"\udc00", r"\ud800x", r"\ud800\u0041", r"a\\\udbed"] {
+            let body = POD.replace(r#""name":"p""#, &format!(r#""name":"p","x{lone}":1"#));
+            assert!(body.contains(lone), "{body}");
+            assert!(matches!(review(body.as_bytes()), Err(DecodeError::LoneSurrogate)), "{body}");
+        }
+        for fine in [r"\ud83d\ude00", r"\\udbed", r"\u00e9\\", r"\\\\udbed"] {
+            let body = POD.replace(r#""name":"p""#, &format!(r#""name":"p","x{fine}":1"#));
+            assert!(body.contains(fine), "{body}");
+            let decoded = review(body.as_bytes()).unwrap_or_else(|e| panic!("{body}: {e}"));
+            let outgoing = decoded.outgoing("u2", decoded.request.object.as_deref());
+            let sent = super::super::encode::request(ReviewVersion::V1, &outgoing);
+            serde_json::from_slice::<serde_json::Value>(&sent).expect("the request sent on is JSON");
+        }
     }
 
     #[test]

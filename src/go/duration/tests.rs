@@ -1,6 +1,6 @@
 //! `parseDurationTests` and `parseDurationErrorTests` of Go's `src/time/time_test.go`.
 
-use super::{fraction_nanos, parse};
+use super::{fraction_nanos, parse, Float};
 
 const NS: i64 = 1;
 const US: i64 = 1_000;
@@ -136,13 +136,42 @@ fn fraction_nanos_rounds_as_float64_does() {
         let fraction = next() % scale;
         let unit = units[usize::try_from(next() % 6).unwrap()];
         let float = (fraction as f64 * (unit as f64 / scale as f64)) as u64;
-        assert_eq!(fraction_nanos(fraction, unit, scale), float, "{fraction}/{scale} of {unit}");
+        assert_eq!(
+            fraction_nanos(fraction, unit, Some(Float::round(u128::from(scale), 0, false))),
+            float,
+            "{fraction}/{scale} of {unit}"
+        );
     }
     // Values close to rounding boundaries.
     for fraction in [3_333_333_333_333_333_333u64, 9_999_999_999_999_999_999, 5_000_000_000_000_000_001] {
         for unit in units {
             let float = (fraction as f64 * (unit as f64 / 1e19)) as u64;
-            assert_eq!(fraction_nanos(fraction, unit, 10_000_000_000_000_000_000), float);
+            assert_eq!(fraction_nanos(fraction, unit, Some(Float::round(10u128.pow(19), 0, false))), float);
         }
+    }
+}
+
+/// Found by fuzzing (fuzz/regressions/go_compat): a fraction with leading zeros, whose Go
+/// `float64` scale passes 10^19, overflowed `u64` (a panic in debug builds, wrong values in
+/// release ones). Expected values from Go 1.26's `time.ParseDuration`, its float scale
+/// rounded past 10^22 and +Inf past 10^308.
+#[test]
+fn fraction_scale_beyond_u64() {
+    let zeros = "0".repeat(400);
+    let cases = [
+        ("3.0333333333333333333626s".to_owned(), 3_033_333_333),
+        ("1.0333333333333333333s".to_owned(), 1_033_333_333),
+        ("0.00000000000000000001s".to_owned(), 0),
+        ("1.00000000000000000000000000000000000000000001h".to_owned(), H),
+        ("0.0000000000001h".to_owned(), 0),
+        ("0.000000000001h".to_owned(), 3),
+        (format!("0.{zeros}9h"), 0),
+        ("7.00000000000000000000000000000123456789012345678901234567890h".to_owned(), 7 * H),
+        ("0.0123456789012345678901234h".to_owned(), 44_444_444_044),
+        ("0.000000000009999999999999999999h".to_owned(), 36),
+    ];
+    for (text, nanos) in cases {
+        assert_eq!(parse(&text), Ok(nanos), "{text}");
+        assert_eq!(parse(&format!("-{text}")), Ok(-nanos), "-{text}");
     }
 }

@@ -154,7 +154,8 @@ fn has_lone_surrogate(body: &[u8]) -> bool {
         u32::from_str_radix(digits, 16).ok()
     };
     let mut at = 0;
-    while let Some(offset) = body[at..].iter().position(|&b| b == b'\\') {
+    // memchr: most bodies have no backslash at all, and every review pays for this scan.
+    while let Some(offset) = body.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
         at += offset;
         if body.get(at + 1) != Some(&b'u') {
             at += 2;

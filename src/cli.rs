@@ -29,9 +29,10 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, value_name = "FORMAT")]
     log_format: Option<LogFormat>,
     /// Which log lines: an EnvFilter directive such as `info`, `debug` or
-    /// `admission_gateway=debug,kube=warn` (RUST_LOG wins when set).
-    #[arg(long, global = true, default_value = "info", value_name = "LEVEL")]
-    log_level: String,
+    /// `admission_gateway=debug,kube=warn` (RUST_LOG wins when set). Default `info`; `warn`
+    /// for `demo`, whose printed reports already show every review.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
 }
 
 impl Cli {
@@ -41,7 +42,11 @@ impl Cli {
             Command::Serve(_) => LogFormat::Json,
             _ => LogFormat::Text,
         });
-        crate::logging::init(format, &self.log_level)
+        let level = self.log_level.as_deref().unwrap_or(match self.command {
+            Command::Demo(_) => "warn",
+            _ => "info",
+        });
+        crate::logging::init(format, level)
     }
 }
 

@@ -258,3 +258,57 @@ async fn calls_in_flight_and_connections_opened_are_counted_per_webhook() {
     );
     assert_eq!(opened, 3.0, "{host}: {text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_refused_before_sending_are_observed_as_the_api_server_does() {
+    let unknown = MockWebhook::allowing().spawn().await;
+    // A legacy `Unknown` side effect: a dry run is refused before any call, which the API
+    // server counts as an attempt on its internal-error path (code 0).
+    let gateway = TestGateway::start(Fleet::of([validating(
+        "legacy",
+        [webhook("unknown.dryrun.metrics.example.com", &unknown).side_effects("Unknown")],
+    )]))
+    .await;
+
+    assert!(!gateway
+        .validate(&fixtures::review(crate::support::fixtures::POD_CREATE_DRY_RUN))
+        .await
+        .allowed());
+    let text = scrape(&gateway).await;
+
+    let name = ("name", "unknown.dryrun.metrics.example.com");
+    assert_eq!(
+        total(
+            &text,
+            "apiserver_admission_webhook_request_total",
+            &[name, ("code", "0"), ("rejected", "true")]
+        ),
+        1.0,
+        "{:?}",
+        prometheus::matching(&text, "apiserver_admission_webhook_request_total", &[name])
+    );
+    assert_eq!(
+        total(
+            &text,
+            "apiserver_admission_webhook_admission_duration_seconds_count",
+            &[name, ("rejected", "true")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        total(
+            &text,
+            "apiserver_admission_webhook_rejection_count",
+            &[name, ("error_type", "apiserver_internal_error"), ("rejection_code", "0")]
+        ),
+        1.0
+    );
+    // Not a call the gateway made: not in its own latency family.
+    assert!(prometheus::matching(
+        &text,
+        "admission_gateway_webhook_duration_seconds_count",
+        &[("webhook", name.1)]
+    )
+    .is_empty());
+    assert_eq!(unknown.calls(), 0);
+}

@@ -158,18 +158,28 @@ pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Durati
         let name = call.hook.name.clone();
         let kind = webhook_type(call.phase);
         let rejected = if call.rejected() { "true" } else { "false" };
+        // The API server observes every call attempt, those refused before sending included
+        // (latency ~0): a dry run refused for side effects is its internal-error path, code 0.
+        let (code, error_type) = match call.outcome {
+            CallOutcome::DryRunRefused | CallOutcome::Error { code: 0, .. } => {
+                (0, "apiserver_internal_error")
+            }
+            CallOutcome::Error { .. } => (call.code(), "calling_webhook_error"),
+            CallOutcome::Allowed { .. } | CallOutcome::Denied { .. } => (call.code(), "no_error"),
+        };
+        let code = code.to_string();
+        metrics::histogram!("apiserver_admission_webhook_admission_duration_seconds",
+            "name" => name.clone(), "type" => kind, "operation" => operation, "rejected" => rejected)
+        .record(call.latency.as_secs_f64());
+        metrics::counter!("apiserver_admission_webhook_request_total",
+            "name" => name.clone(), "type" => kind, "operation" => operation,
+            "code" => code.clone(), "rejected" => rejected)
+        .increment(1);
         if call.sent {
             match call.phase {
                 Phase::Mutating => sequential += call.latency,
                 Phase::Validating => concurrent = concurrent.max(call.latency),
             }
-            metrics::histogram!("apiserver_admission_webhook_admission_duration_seconds",
-                "name" => name.clone(), "type" => kind, "operation" => operation, "rejected" => rejected)
-            .record(call.latency.as_secs_f64());
-            metrics::counter!("apiserver_admission_webhook_request_total",
-                "name" => name.clone(), "type" => kind, "operation" => operation,
-                "code" => call.code().to_string(), "rejected" => rejected)
-            .increment(1);
             let result = match call.outcome {
                 CallOutcome::Allowed { .. } => "allowed",
                 CallOutcome::Denied { .. } => "denied",
@@ -180,14 +190,9 @@ pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Durati
             .record(call.latency.as_secs_f64());
         }
         if call.rejected() {
-            let error_type = match call.outcome {
-                CallOutcome::Error { code: 0, .. } => "apiserver_internal_error",
-                CallOutcome::Error { .. } => "calling_webhook_error",
-                _ => "no_error",
-            };
             metrics::counter!("apiserver_admission_webhook_rejection_count",
                 "name" => name.clone(), "type" => kind, "operation" => operation,
-                "error_type" => error_type, "rejection_code" => call.code().to_string())
+                "error_type" => error_type, "rejection_code" => code)
             .increment(1);
         }
         if matches!(call.outcome, CallOutcome::Error { failed_open: true, .. }) {

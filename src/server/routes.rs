@@ -93,16 +93,19 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    // One load per review: every stage sees the same configuration even if a reload lands.
+    let snapshot = state.live.load_full();
     // A place among the reviews in flight before the body is read; none left: 429 at once.
     let size = declared.map_or(MAX_REVIEW_BYTES, |length| length.min(MAX_REVIEW_BYTES as u64) as usize);
-    let (max_reviews, max_bytes) = {
-        let settings = &state.live.load().settings;
-        (settings.max_reviews_in_flight, settings.max_request_bytes_in_flight)
-    };
-    let admitted = state.metrics.in_flight.admit(size, max_reviews, max_bytes);
+    let settings = &snapshot.settings;
+    let admitted = state.metrics.in_flight.admit(
+        size,
+        settings.max_reviews_in_flight,
+        settings.max_request_bytes_in_flight,
+    );
     let _admitted = match admitted {
         Ok(admitted) => admitted,
-        Err(overload) => return overloaded(state, stage, &overload),
+        Err(overload) => return overloaded(state, stage, &overload, span),
     };
     let body = match body::read_capped(request.into_body(), declared).await {
         Ok(body) => body,
@@ -122,8 +125,6 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     };
     drop(body);
     let abandoned = webhooks::Abandoned::armed();
-    // One load per review: every stage sees the same configuration even if a reload lands.
-    let snapshot = state.live.load_full();
     let budget = Budget::new(received, timeout, &snapshot.settings);
     let request = &review.request;
     let resource = review.resource();
@@ -243,7 +244,15 @@ fn ejected_webhooks(snapshot: &crate::config::Snapshot) -> String {
 
 /// 429 with `Retry-After: 1`: counted, logged at debug only (a flood of them must not
 /// become a flood of log lines).
-fn overloaded(state: &State, stage: Stage, overload: &super::limits::Overload) -> Response<Full<Bytes>> {
+fn overloaded(
+    state: &State,
+    stage: Stage,
+    overload: &super::limits::Overload,
+    span: Option<crate::traces::ReviewSpan>,
+) -> Response<Full<Bytes>> {
+    if let Some(span) = span {
+        span.refused(StatusCode::TOO_MANY_REQUESTS.as_u16(), overload.reason());
+    }
     tracing::debug!(stage = stage.as_str(), reason = overload.reason(), "review refused: overloaded");
     state.metrics.bad_request(stage, overload.reason());
     let mut response = text(StatusCode::TOO_MANY_REQUESTS, &overload.message());

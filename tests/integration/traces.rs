@@ -320,3 +320,36 @@ async fn an_endpoint_that_is_not_an_http_url_is_refused_at_start() {
         assert!(error.to_string().contains("--otlp-endpoint"), "{endpoint}: {error}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_refused_for_overload_has_a_span_saying_so() {
+    let receiver = OtlpReceiver::start().await;
+    let slow = MockWebhook::slow(std::time::Duration::from_millis(800)).spawn().await;
+    let gateway = traced(
+        Fleet::of([validating("v", [webhook("slow.overload.traces.example.com", &slow)])])
+            .settings(json!({"maxReviewsInFlight": 1})),
+        &receiver,
+    )
+    .await;
+
+    let review = fixtures::review(POD_CREATE).to_string();
+    let held = post(&gateway, "/validate", review.clone(), &[]);
+    let refused = async {
+        assert!(
+            crate::support::eventually(std::time::Duration::from_secs(2), || async { slow.calls() == 1 })
+                .await
+        );
+        post(&gateway, "/validate", review.clone(), &[]).await
+    };
+    let ((held, _), (refused, _)) = tokio::join!(held, refused);
+    assert_eq!((held, refused), (200, 429));
+    gateway.shutdown().await;
+
+    let spans = receiver.spans();
+    let servers = server_spans(&spans);
+    let overloaded = servers
+        .iter()
+        .find(|s| attr(s, "http.response.status_code").as_deref() == Some("429"))
+        .unwrap_or_else(|| panic!("no 429 span: {servers:#?}"));
+    assert_eq!(attr(overloaded, "error.type").as_deref(), Some("too_many_reviews"));
+}

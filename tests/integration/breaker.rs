@@ -92,8 +92,7 @@ async fn a_hanging_webhook_is_ejected_answered_at_once_then_probed_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ejected_fail_webhook_rejects_as_its_last_error_did() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let url = format!("https://127.0.0.1:{port}/dead");
+    let (url, _) = crate::support::closed_port_url();
     let gateway = TestGateway::start(settings(Fleet::of([validating(
         "dead",
         [webhook_at("dead.breaker.example.com", &url)],

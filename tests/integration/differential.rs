@@ -25,7 +25,9 @@ use serde_json::{json, Map, Value};
 use crate::support::binary::{self, Served};
 use crate::support::control_plane::{kube_binary, ControlPlane, Helper, Identity};
 use crate::support::mock_webhook::Mock;
-use crate::support::{ca, eventually, https_client, loopback_certificate, reply, MockWebhook, Reply};
+use crate::support::{
+    ca, eventually, free_port, https_client, loopback_certificate, reply, MockWebhook, Reply,
+};
 
 const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
 /// The gateway's registration names (`registration` default `--name`, its webhook names).
@@ -116,10 +118,6 @@ struct Agnhost {
     _process: Helper,
     port: u16,
     _dir: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A free port below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), for a server

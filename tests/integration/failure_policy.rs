@@ -12,14 +12,6 @@ use crate::support::{
 };
 use admission_gateway::certs::Ca;
 
-/// A URL on a loopback port nobody listens on (bound, then released).
-fn closed_port_url() -> (String, u16) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    (format!("https://127.0.0.1:{port}/webhook"), port)
-}
-
 /// `response.status.details.causes[0].message`.
 fn cause(answer: &crate::support::Answer) -> &str {
     answer.review["response"]["status"]["details"]["causes"][0]["message"].as_str().unwrap_or_default()
@@ -27,7 +19,7 @@ fn cause(answer: &crate::support::Answer) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_under_fail_is_an_internal_error() {
-    let (url, port) = closed_port_url();
+    let (url, port) = crate::support::closed_port_url();
     let gateway = TestGateway::validating([webhook_at("dead.example.com", &url)]).await;
 
     let answer = gateway.validate(&fixtures::review(POD_CREATE)).await;
@@ -49,7 +41,7 @@ async fn a_refused_connection_under_fail_is_an_internal_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_under_ignore_fails_open_at_its_index_among_matching_webhooks() {
-    let (url, _) = closed_port_url();
+    let (url, _) = crate::support::closed_port_url();
     let secrets = MockWebhook::allowing().spawn().await;
     let fine = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::validating([
@@ -74,7 +66,7 @@ async fn a_refused_connection_under_ignore_fails_open_at_its_index_among_matchin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_mutating_webhook_under_ignore_fails_open_at_its_index_in_the_full_list() {
-    let (url, _) = closed_port_url();
+    let (url, _) = crate::support::closed_port_url();
     let secrets = MockWebhook::allowing().spawn().await;
     let after = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::mutating([

@@ -168,8 +168,7 @@ async fn text_format_and_level_are_flags() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ejected_webhook_logs_its_ejection_once_not_every_review() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dead = format!("https://127.0.0.1:{port}/dead");
+    let (dead, _) = crate::support::closed_port_url();
     let fleet =
         Fleet::of([validating("v", [crate::support::webhook_at("dead.logs.example.com", &dead).ignore()])])
             .settings(json!({"ejectAfterFailures": 2, "ejectFor": "5m"}));

@@ -3,7 +3,6 @@
 //! the series a scripted set of reviews produced, and every query of the Grafana dashboard in
 //! `deploy/grafana/admission-gateway.json` is valid PromQL with data behind its main panels.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -40,7 +39,7 @@ impl Prometheus {
             ),
         )
         .unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = crate::support::free_port();
         let address = format!("127.0.0.1:{port}");
         let child = Command::new(binary)
             .arg(format!("--config.file={}", config.display()))

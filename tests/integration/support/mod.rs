@@ -24,6 +24,17 @@ use tokio::time::Instant;
 pub use gateway::{mutating, validating, webhook, webhook_at, Answer, Fleet, TestGateway};
 pub use mock_webhook::{reply, MockWebhook, Reply};
 
+/// A free loopback port (bound, then released: another process may take it first).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A webhook URL on a loopback port nobody listens on, and the port.
+pub fn closed_port_url() -> (String, u16) {
+    let port = free_port();
+    (format!("https://127.0.0.1:{port}/webhook"), port)
+}
+
 /// An HTTPS client (HTTP/1.1) trusting one CA, as the API server would call the gateway.
 pub type HttpsClient =
     hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;

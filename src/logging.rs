@@ -90,12 +90,6 @@ impl fmt::Display for Untrusted<'_> {
     }
 }
 
-impl fmt::Debug for Untrusted<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{self}\"")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

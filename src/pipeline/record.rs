@@ -23,7 +23,7 @@ impl Records {
     /// Records `key: value` if the key is a valid qualified name and not already set (§14.1).
     pub(crate) fn annotate(&mut self, key: String, value: String) {
         if !valid_annotation_key(&key) {
-            tracing::debug!(key, "audit annotation dropped: invalid key");
+            tracing::debug!(key = %crate::logging::Untrusted(&key), "audit annotation dropped: invalid key");
             return;
         }
         self.annotations.entry(key).or_insert(value);

@@ -163,6 +163,34 @@ async fn text_format_and_level_are_flags() {
     post(&address, "/validate", &fixtures::review(POD_CREATE)).await;
     let lines = served.drain_lines(Duration::from_millis(500)).await;
     assert!(!lines.iter().any(|line| line.contains("review answered")), "{lines:?}");
+    drop(served);
+
+    // Text: key=value lines for people, the same review line.
+    let served = Served::start(&[
+        "serve",
+        "--config",
+        &config,
+        "--insecure-http",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--log-format",
+        "text",
+    ]);
+    let started = served.drain_lines(Duration::from_secs(3)).await;
+    let serving =
+        started.iter().find(|line| line.contains(" serving ")).unwrap_or_else(|| panic!("{started:#?}"));
+    assert!(!serving.starts_with('{') && serving.contains(" INFO "), "{serving}");
+    let address = serving.split_whitespace().find_map(|f| f.strip_prefix("address=")).unwrap().to_owned();
+    post(&address, "/validate", &fixtures::review(POD_CREATE)).await;
+    let lines = served.drain_lines(Duration::from_millis(500)).await;
+    let line =
+        lines.iter().find(|line| line.contains("review answered")).unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(
+        line.contains(&format!("uid={}", fixtures::uid(POD_CREATE))) && line.contains("allowed=true"),
+        "{line}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

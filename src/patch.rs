@@ -52,6 +52,8 @@ type Operation = BTreeMap<String, Box<RawValue>>;
 pub struct Patch {
     /// `None` is a `null` array element (Go: a nil `Operation`), which fails to apply.
     operations: Vec<Option<Operation>>,
+    /// The length of the JSON it was decoded from.
+    source_len: usize,
 }
 
 /// Why a webhook's patch is not a JSON Patch; the text is Go's `json.Unmarshal` error.
@@ -145,7 +147,9 @@ impl Patch {
     /// Decodes a JSON array of operation objects, as Go's `jsonpatch.DecodePatch`.
     pub fn decode(bytes: &[u8]) -> Result<Patch, DecodeError> {
         match serde_json::from_slice::<Option<Vec<Option<Operation>>>>(bytes) {
-            Ok(operations) => Ok(Patch { operations: operations.unwrap_or_default() }),
+            Ok(operations) => {
+                Ok(Patch { operations: operations.unwrap_or_default(), source_len: bytes.len() })
+            }
             Err(error) => Err(explain_decode_error(bytes, error)),
         }
     }
@@ -153,6 +157,15 @@ impl Patch {
     /// Whether the patch has no operations (kube-apiserver then treats it as no patch).
     pub(crate) fn is_empty(&self) -> bool {
         self.operations.is_empty()
+    }
+
+    /// At least the bytes by which applying the patch can lengthen a document's compact
+    /// encoding: every value it adds is written in it (and re-encodes to at most 5 times its
+    /// text: `1e15` is `1000000000000000.0` to serde_json), and `copy` duplicates at most
+    /// [`MAX_COPY_BYTES`].
+    pub(crate) fn growth_bound(&self) -> u64 {
+        let copies = self.operations.iter().flatten().any(|operation| kind(operation) == "copy");
+        5 * self.source_len as u64 + if copies { MAX_COPY_BYTES } else { 0 }
     }
 
     #[cfg(test)]

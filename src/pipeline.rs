@@ -230,7 +230,8 @@ pub(crate) async fn review(
         snapshot,
         request,
         budget,
-        object: ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref()),
+        object: ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref())
+            .limited_to(snapshot.settings.max_patched_object_bytes),
         records: Records::default(),
         explanation,
         conditions: conditions::State::default(),

@@ -7,6 +7,7 @@
 
 pub(crate) mod breaker;
 pub(crate) mod error;
+mod redirect;
 mod verify;
 pub(crate) mod x509;
 
@@ -238,8 +239,9 @@ impl Client {
         Ok((reply.status.as_u16(), reply.body))
     }
 
-    /// Sends the request and reads the answer whole, both before `deadline`. As in client-go,
-    /// a failure while reading the body is not reported as one of the request (§8.1).
+    /// Sends the request, following redirects (`upstream/redirect.rs`), and reads the answer
+    /// whole, all before `deadline`. As in client-go, a failure while reading the body is not
+    /// reported as one of the request (§8.1).
     /// `trace`: the call span's `traceparent` and `tracestate` (src/traces.rs).
     async fn post(
         &self,
@@ -248,43 +250,82 @@ impl Client {
         deadline: Instant,
         trace: Option<&http::HeaderMap>,
     ) -> Result<HttpReply, CallError> {
-        let transport = |message: String| CallError::Transport { url: url.to_owned(), message };
-        let mut request = http::Request::post(url)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, */*")
-            .header(http::header::USER_AGENT, "kube-apiserver-admission")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| transport(e.to_string()))?;
-        if let Some(trace) = trace {
-            request.headers_mut().extend(trace.iter().map(|(name, value)| (name.clone(), value.clone())));
-        }
-        let authority = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
-        let http = if is_local_host(request.uri()) { &self.loopback } else { &self.http };
-        let response = tokio::time::timeout_at(deadline, http.request(request))
-            .await
-            .map_err(|_| CallError::Timeout { url: url.to_owned() })?
-            .map_err(|e| error::request_failed(&e, url, &authority))?;
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let body = tokio::time::timeout_at(
-            deadline,
-            Limited::new(response.into_body(), MAX_RESPONSE_BYTES).collect(),
-        )
-        .await
-        .map_err(|_| CallError::BodyRead("context deadline exceeded".into()))?
-        .map_err(|e| {
-            if e.is::<http_body_util::LengthLimitError>() {
-                transport(format!("reading the response body: {e}"))
-            } else {
-                CallError::BodyRead(error::body_read_failed(e.as_ref()))
+        let body = Bytes::from(body);
+        let mut uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| CallError::Transport {
+            url: url.to_owned(),
+            message: e.to_string(),
+        })?;
+        let (mut method, mut with_body) = (http::Method::POST, true);
+        let mut redirects = 0;
+        loop {
+            let current = if redirects == 0 { url.to_owned() } else { uri.to_string() };
+            let transport = |message: String| CallError::Transport { url: current.clone(), message };
+            let mut request = http::Request::builder()
+                .method(method.clone())
+                .uri(uri.clone())
+                .header(http::header::ACCEPT, "application/json, */*")
+                .header(http::header::USER_AGENT, "kube-apiserver-admission");
+            if with_body {
+                request = request.header(http::header::CONTENT_TYPE, "application/json");
             }
-        })?
-        .to_bytes();
-        Ok(HttpReply { status, content_type, body })
+            let mut request = request
+                .body(Full::new(if with_body { body.clone() } else { Bytes::new() }))
+                .map_err(|e| transport(e.to_string()))?;
+            if let Some(trace) = trace {
+                request.headers_mut().extend(trace.iter().map(|(name, value)| (name.clone(), value.clone())));
+            }
+            let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
+            let http = if is_local_host(&uri) { &self.loopback } else { &self.http };
+            let response = tokio::time::timeout_at(deadline, http.request(request))
+                .await
+                .map_err(|_| CallError::Timeout { url: current.clone() })?
+                .map_err(|e| error::request_failed(&e, &current, &authority))?;
+            let status = response.status();
+            let location = response
+                .headers()
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .filter(|location| !location.is_empty());
+            if let (Some((next_method, next_body)), Some(location)) =
+                (redirect::follow(status, &method), location)
+            {
+                let next = redirect::resolve(&uri, location).map_err(|e| {
+                    transport(format!(
+                        "failed to parse Location header {}: {e}",
+                        crate::go::strconv::quote(location)
+                    ))
+                })?;
+                redirects += 1;
+                if redirects == redirect::MAX_REDIRECTS {
+                    return Err(CallError::Transport {
+                        url: location.to_owned(),
+                        message: format!("stopped after {} redirects", redirect::MAX_REDIRECTS),
+                    });
+                }
+                (uri, method, with_body) = (next, next_method, with_body && next_body);
+                continue;
+            }
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = tokio::time::timeout_at(
+                deadline,
+                Limited::new(response.into_body(), MAX_RESPONSE_BYTES).collect(),
+            )
+            .await
+            .map_err(|_| CallError::BodyRead("context deadline exceeded".into()))?
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    transport(format!("reading the response body: {e}"))
+                } else {
+                    CallError::BodyRead(error::body_read_failed(e.as_ref()))
+                }
+            })?
+            .to_bytes();
+            return Ok(HttpReply { status, content_type, body });
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 //! ejectFor: 10s                  # how long an ejected webhook fails fast before a probe
 //! maxReviewsInFlight: 1024       # reviews answered at once; beyond, 429
 //! maxRequestBytesInFlight: 128Mi # their request bodies; beyond, 429
+//! maxPatchedObjectBytes: 3Mi     # a patch making the object larger fails the request
 //! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
 //! - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}
 //! ```
@@ -45,6 +46,11 @@ const MAX_REVIEWS_IN_FLIGHT: usize = 100_000;
 /// `maxRequestBytesInFlight` when unset, and its least (one review of the largest size).
 pub(crate) const DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT: usize = 128 << 20;
 const MIN_REQUEST_BYTES_IN_FLIGHT: usize = 3 << 20;
+/// `maxPatchedObjectBytes` when unset: the API server's bound on a request body
+/// (`MaxRequestBodyBytes`, staging/src/k8s.io/apiserver/pkg/server/config.go), the largest
+/// object a client can send; and the least and most it may be.
+pub(crate) const DEFAULT_MAX_PATCHED_OBJECT_BYTES: u64 = 3 << 20;
+const PATCHED_OBJECT_BYTES: std::ops::RangeInclusive<u64> = (1 << 20)..=(1 << 30);
 /// The most `ejectAfterFailures` may be.
 const MAX_EJECT_AFTER_FAILURES: u32 = 1000;
 /// The bounds of `ejectFor`.
@@ -83,6 +89,10 @@ pub(crate) struct Settings {
     pub(crate) max_reviews_in_flight: usize,
     /// Bytes of their request bodies (declared lengths); beyond, 429.
     pub(crate) max_request_bytes_in_flight: usize,
+    /// The most bytes the object may encode to after a mutating webhook's patch; a patch
+    /// that makes it larger fails the request as an internal error, like a patch that does
+    /// not apply (`pipeline/object.rs`).
+    pub(crate) max_patched_object_bytes: u64,
 }
 
 impl Default for Settings {
@@ -97,6 +107,7 @@ impl Default for Settings {
             breaker: crate::upstream::breaker::Policy::default(),
             max_reviews_in_flight: DEFAULT_MAX_REVIEWS_IN_FLIGHT,
             max_request_bytes_in_flight: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT,
+            max_patched_object_bytes: DEFAULT_MAX_PATCHED_OBJECT_BYTES,
         }
     }
 }
@@ -124,6 +135,7 @@ pub(crate) struct GatewayConfig {
     eject_for: Option<String>,
     max_reviews_in_flight: Option<i64>,
     max_request_bytes_in_flight: Option<String>,
+    max_patched_object_bytes: Option<String>,
 }
 
 /// One `equivalentResources` entry as written; checked by [`GatewayConfig::settings`].
@@ -175,6 +187,7 @@ impl GatewayConfig {
             breaker: crate::upstream::breaker::Policy::default(),
             max_reviews_in_flight: DEFAULT_MAX_REVIEWS_IN_FLIGHT,
             max_request_bytes_in_flight: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT,
+            max_patched_object_bytes: DEFAULT_MAX_PATCHED_OBJECT_BYTES,
         };
         match self.shadow_in_flight_limit {
             None => {}
@@ -242,6 +255,19 @@ impl GatewayConfig {
                     field: "maxRequestBytesInFlight".into(),
                     message: format!(
                         "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 3Mi"
+                    ),
+                }),
+            }
+        }
+        if let Some(text) = &self.max_patched_object_bytes {
+            match parse_bytes(text).map(|bytes| bytes as u64) {
+                Some(bytes) if PATCHED_OBJECT_BYTES.contains(&bytes) => settings.max_patched_object_bytes = bytes,
+                _ => findings.push(Finding {
+                    severity: Severity::Error,
+                    webhook: None,
+                    field: "maxPatchedObjectBytes".into(),
+                    message: format!(
+                        "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"
                     ),
                 }),
             }
@@ -408,6 +434,18 @@ mod tests {
                 findings[0].message,
                 format!("Invalid value: {bad}: must be between 1 and 10000, inclusive")
             );
+        }
+    }
+
+    #[test]
+    fn the_patched_object_bound_is_read_and_bounded() {
+        let bound = |text: &str| config(&format!("maxPatchedObjectBytes: {text}")).settings();
+        assert_eq!(bound("8Mi").unwrap().max_patched_object_bytes, 8 << 20);
+        assert_eq!(Settings::default().max_patched_object_bytes, 3 << 20);
+        for bad in ["'1023Ki'", "2Gi", "3MB", "'-1'"] {
+            let findings = bound(bad).unwrap_err();
+            assert_eq!(findings[0].field, "maxPatchedObjectBytes", "{bad}");
+            assert!(findings[0].message.ends_with("from 1Mi to 1Gi"), "{}", findings[0].message);
         }
     }
 

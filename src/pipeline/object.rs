@@ -38,6 +38,12 @@ pub(crate) struct ObjectState<'a> {
     writes: String,
     /// Encoding of `tree` after a change, made when a webhook next needs the bytes.
     encoded: Option<Box<RawValue>>,
+    /// The most bytes a patched object may encode to (`maxPatchedObjectBytes`).
+    size_limit: u64,
+    /// At least the current object's encoded length: exact when measured, otherwise the last
+    /// measure plus every applied patch's [`Patch::growth_bound`], so that the object is only
+    /// encoded to be measured when it may be near the limit.
+    size_bound: u64,
 }
 
 /// Why the object could not be patched: both become internal errors (§9.3).
@@ -47,6 +53,9 @@ pub(crate) enum PatchError {
     Apply(#[from] ApplyError),
     #[error("couldn't decode the patched object: {0}")]
     Decode(String),
+    /// A patch made the object larger than `maxPatchedObjectBytes`.
+    #[error("the patched object is {size} bytes, more than the {limit} bytes admission-gateway allows (maxPatchedObjectBytes)")]
+    TooLarge { size: u64, limit: u64 },
 }
 
 #[derive(Deserialize)]
@@ -71,7 +80,16 @@ impl<'a> ObjectState<'a> {
             changed: false,
             writes: String::new(),
             encoded: None,
+            size_limit: crate::config::settings::DEFAULT_MAX_PATCHED_OBJECT_BYTES,
+            size_bound: received.map_or(0, |raw| raw.get().len() as u64),
         }
+    }
+
+    /// Bounds the size of the patched object: a patch that makes it encode to more than
+    /// `bytes` fails with [`PatchError::TooLarge`].
+    pub(crate) fn limited_to(mut self, bytes: u64) -> Self {
+        self.size_limit = bytes;
+        self
     }
 
     pub(crate) fn is_null(&self) -> bool {
@@ -122,7 +140,8 @@ impl<'a> ObjectState<'a> {
 
     /// Applies a webhook's patch in place; returns whether it changed the object (JSON
     /// equality of the object before and after). On error the object may be partly patched:
-    /// the request then fails, and the object is not used again.
+    /// the request then fails, and the object is not used again. A patch that leaves the
+    /// object larger than its limit ([`ObjectState::limited_to`]) is an error too.
     pub(crate) fn apply(&mut self, patch: &Patch) -> Result<bool, PatchError> {
         self.ensure_tree();
         let Some(tree) = self.tree.as_mut() else {
@@ -143,6 +162,17 @@ impl<'a> ObjectState<'a> {
         self.changed = true;
         self.encoded = None;
         self.labels = OnceCell::new();
+        self.size_bound = self.size_bound.saturating_add(patch.growth_bound());
+        if self.size_bound > self.size_limit {
+            // Near the limit: measure. The encoding is kept for the next webhook.
+            let encoded =
+                serde_json::value::to_raw_value(tree).map_err(|e| PatchError::Decode(e.to_string()))?;
+            self.size_bound = encoded.get().len() as u64;
+            self.encoded = Some(encoded);
+            if self.size_bound > self.size_limit {
+                return Err(PatchError::TooLarge { size: self.size_bound, limit: self.size_limit });
+            }
+        }
         Ok(true)
     }
 
@@ -341,5 +371,33 @@ mod tests {
         let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
         Patch::decode(&combined).unwrap().apply(&mut replayed).unwrap();
         assert_eq!(&replayed, object.tree().unwrap());
+    }
+
+    /// The running bound is never below the true size, whatever the patch (numbers re-encode
+    /// longer: `1e15`), and a patch crossing the limit fails with the measured size.
+    #[test]
+    fn the_size_bound_holds_and_the_limit_is_enforced() {
+        let received = raw(r#"{"metadata":{"name":"p"},"spec":{"n":[1]}}"#);
+        let patches = [
+            r#"[{"op":"add","path":"/spec/n/-","value":[1e15,1e15,-1e15,1E15]}]"#,
+            r#"[{"op":"copy","from":"/spec/n","path":"/spec/m"}]"#,
+            r#"[{"op":"move","from":"/spec/m","path":"/spec/a-much-longer-member-name"}]"#,
+            r#"[{"op":"replace","path":"/metadata/name","value":"\u00e9\u00e9"}]"#,
+        ];
+        let mut object = ObjectState::new(Some(&received), None);
+        for text in patches {
+            assert!(object.apply(&Patch::decode(text.as_bytes()).unwrap()).unwrap(), "{text}");
+            let size = serde_json::to_string(object.tree().unwrap()).unwrap().len() as u64;
+            assert!(object.size_bound >= size, "{text}: bound {} < size {size}", object.size_bound);
+        }
+
+        let mut object = ObjectState::new(Some(&received), None).limited_to(90);
+        let add = |n: usize| format!(r#"[{{"op":"add","path":"/spec/x{n}","value":"{}"}}]"#, "y".repeat(20));
+        assert!(object.apply(&Patch::decode(add(1).as_bytes()).unwrap()).unwrap());
+        assert_eq!(object.size_bound, 70, "measured once near the limit: exact");
+        match object.apply(&Patch::decode(add(2).as_bytes()).unwrap()) {
+            Err(PatchError::TooLarge { size: 98, limit: 90 }) => {}
+            other => panic!("{other:?}"),
+        }
     }
 }

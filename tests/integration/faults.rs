@@ -21,7 +21,7 @@
 //! | wrong SAN (DNS names only, IP URL)         | 500 `… x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs` | failed open | [`a_certificate_without_the_ip_san`] (other IP: `upstream_tls::a_self_signed_certificate_for_another_address_is_refused_with_gos_hostname_error`) |
 //! | plain HTTP on an https URL                 | 500 `… Post "URL": tls: first record does not look like a TLS handshake`               | failed open | [`plain_http_on_an_https_url`] |
 //! | HTTP/2-only upstream (ALPN `h2` only)      | called over HTTP/2: a loopback URL is offered `h2` (since Kubernetes 1.30)             | called      | [`an_http2_only_upstream_on_a_loopback_url_is_called_over_http2`] |
-//! | redirect (307 to a working webhook)        | followed, as Go's `http.Client` does: the target's answer (gateway: not yet, `#[ignore]`d) | the same | [`a_temporary_redirect_is_followed_with_the_review`] |
+//! | redirect (307 to a working webhook)        | followed, as Go's `http.Client` does: the target's answer (301–303: followed with a `GET` and no body; the tenth in a row: `Post "<Location>": stopped after 10 redirects`) | the same | [`a_temporary_redirect_is_followed_with_the_review`], [`a_see_other_redirect_is_followed_without_the_review`], [`a_redirect_loop_stops_after_ten_redirects`] |
 //! | 4xx/5xx, text or no body                   | 500 `… failed to call webhook: <client-go's text for the code>`                        | failed open | [`http_errors_without_a_status_body`] (500 with text: `failure_policy::an_http_500_from_a_webhook_under_fail_quotes_its_body`) |
 //! | 4xx/5xx with a `metav1.Status` body        | 500 `… failed to call webhook: <Status.message>`                                       | failed open | [`http_errors_with_a_status_body`] |
 //! | 50 MiB body                                | (gateway limit, README "Limits") 500 `… Post "URL": reading the response body: length limit exceeded` | failed open | [`a_50_mib_answer`] |
@@ -477,9 +477,8 @@ async fn an_http2_only_upstream_on_a_loopback_url_is_called_over_http2() {
 // HTTP answers
 
 /// client-go's rest client uses a plain `http.Client` (no `CheckRedirect`): a 307 is followed
-/// with the same method and body, up to 10 times (Go's net/http `Client.Do`).
+/// with the same method and body (Go's net/http `Client.Do`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "divergence: the gateway does not follow redirects yet (a call error naming the 307)"]
 async fn a_temporary_redirect_is_followed_with_the_review() {
     let target = MockWebhook::denying("reached through the redirect").spawn().await;
     let location = target.url().to_owned();
@@ -512,8 +511,93 @@ async fn a_temporary_redirect_is_followed_with_the_review() {
     assert_eq!(requests.len(), 2);
     for request in requests {
         assert_eq!(request.review["kind"], "AdmissionReview", "the body went along");
-        assert_eq!(request.timeout.as_deref(), Some("2s"), "the Location as given");
+        assert_eq!(request.timeout, None, "the Location as given: the ?timeout= does not go along");
     }
+}
+
+/// A 303 (like 301 and 302) is followed with a `GET` and no body, as Go's client does: the
+/// review does not reach the target, whose answer then cannot be for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_see_other_redirect_is_followed_without_the_review() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = seen.clone();
+    let target = raw_upstream(Wire::Tls, move |mut io| {
+        let recorded = recorded.clone();
+        async move {
+            if let Some((head, body)) = read_head(&mut io).await {
+                recorded
+                    .lock()
+                    .unwrap()
+                    .push((head.lines().next().unwrap_or_default().to_owned(), body.len()));
+                let answer = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "response": {"uid": "not-the-review's", "allowed": true}})
+                .to_string();
+                let _ = io.write_all(format!("{}{answer}", ok_head(answer.len())).as_bytes()).await;
+                let _ = io.flush().await;
+                until_closed(&mut io).await;
+            }
+        }
+    })
+    .await;
+    let location = format!("{}/elsewhere", target.url);
+    let upstream = raw_upstream(Wire::Tls, move |mut io| {
+        let location = location.clone();
+        async move {
+            if read_review(&mut io).await.is_some() {
+                let head =
+                    format!("HTTP/1.1 303 See Other\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n");
+                let _ = io.write_all(head.as_bytes()).await;
+                let _ = io.flush().await;
+                until_closed(&mut io).await;
+            }
+        }
+    })
+    .await;
+
+    let outcome = under_both_policies(&upstream.url, None).await;
+
+    assert_eq!(outcome.fail.code(), Some(500));
+    let message = outcome.fail.message();
+    assert!(message.contains("received invalid webhook response: expected response.uid="), "{message}");
+    assert!(message.ends_with(r#", got "not-the-review's""#), "{message}");
+    assert!(outcome.ignore.allowed(), "{}", outcome.ignore.body);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for (request_line, body) in seen {
+        assert!(request_line.starts_with("GET /webhook/elsewhere "), "{request_line}");
+        assert_eq!(body, 0, "no body after a 303");
+    }
+}
+
+/// A webhook that redirects to itself: the tenth redirect is not followed, and the call fails
+/// with Go's error, naming the last `Location` as given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_loop_stops_after_ten_redirects() {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = requests.clone();
+    let upstream = raw_upstream(Wire::Tls, move |mut io| {
+        let counted = counted.clone();
+        async move {
+            while read_review(&mut io).await.is_some() {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                let head = format!(
+                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: /loop/{n}\r\nContent-Length: 0\r\n\r\n"
+                );
+                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+
+    let outcome = under_both_policies(&upstream.url, None).await;
+
+    let message = outcome.fail.message();
+    assert!(message.contains(r#"failed to call webhook: Post "/loop/"#), "{message}");
+    assert!(message.ends_with(r#"": stopped after 10 redirects"#), "{message}");
+    assert!(outcome.ignore.allowed(), "{}", outcome.ignore.body);
+    assert_eq!(requests.load(Ordering::SeqCst), 20, "ten requests per call, two calls");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

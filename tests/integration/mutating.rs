@@ -503,3 +503,53 @@ async fn a_copy_bomb_is_stopped_at_the_api_servers_copy_limit_whatever_the_failu
     assert!(accumulated > 3 * 1024 * 1024 && accumulated < 3 * 1024 * 1024 + 64, "{accumulated}");
     assert!(answer.body.len() < 4096, "no object in the answer: {} bytes", answer.body.len());
 }
+
+/// Each webhook's patch is within every bound (the copy limit, the 16 MiB answer), but the
+/// chain grows the object past `maxPatchedObjectBytes` (3 MiB by default): an internal error,
+/// as a patch that does not apply, under Ignore too. Raised, the same chain passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_growing_the_object_past_its_bound_is_an_internal_error() {
+    let grow = |key: &str| json!([{"op": "add", "path": format!("/metadata/annotations/{key}"), "value": "x".repeat(1536 * 1024)}]);
+    let first = MockWebhook::patching(json!([{"op": "add", "path": "/metadata/annotations", "value": {}}]))
+        .spawn()
+        .await;
+    let second = MockWebhook::patching(grow("b")).spawn().await;
+    let third = MockWebhook::patching(grow("c")).spawn().await;
+    let fleet = |settings: Value| {
+        Fleet::of([mutating(
+            "growing",
+            [
+                webhook("first.example.com", &first).ignore(),
+                webhook("second.example.com", &second).ignore(),
+                webhook("third.example.com", &third).ignore(),
+            ],
+        )])
+        .settings(settings)
+    };
+    let review = fixtures::review(POD_CREATE);
+
+    let gateway = TestGateway::start(fleet(json!({}))).await;
+    let answer = gateway.mutate(&review).await;
+    assert!(!answer.allowed(), "an internal error, not a call error: Ignore does not apply");
+    assert_eq!(answer.code(), Some(500));
+    let message = answer.message();
+    let size: u64 = message
+        .strip_prefix("Internal error occurred: the patched object is ")
+        .and_then(|rest| {
+            rest.strip_suffix(
+                " bytes, more than the 3145728 bytes admission-gateway allows (maxPatchedObjectBytes)",
+            )
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!(size > 3 * 1024 * 1024 && size < 3 * 1024 * 1024 + 65536, "{size}");
+    assert!(answer.body.len() < 4096, "no object in the answer: {} bytes", answer.body.len());
+    // Two patches of 1.5 MiB alone stay under the bound: the third webhook's made the difference.
+    assert_eq!(third.calls(), 1);
+
+    let raised = TestGateway::start(fleet(json!({"maxPatchedObjectBytes": "4Mi"}))).await;
+    let answer = raised.mutate(&review).await;
+    assert!(answer.allowed(), "{}", answer.message());
+    let patched = answer.patched(&review["request"]["object"]);
+    assert_eq!(patched["metadata"]["annotations"]["c"].as_str().map(str::len), Some(1536 * 1024));
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (or the ones named) for SECONDS each (default 30), one after another,
 # on one core:   bash fuzz/run.sh [SECONDS] [TARGET...]
-# Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz --locked`). Each run
+# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`); the sanitizer flags it passes are
+# nightly-only, which the stable toolchain accepts with RUSTC_BOOTSTRAP=1 (set here). Each run
 # starts from the committed seeds (fuzz/corpus/TARGET) and the crashing inputs kept in
 # fuzz/regressions/TARGET, and adds what it finds to fuzz/work/TARGET (not committed).
 # A crash fails the script with libFuzzer's report; the input is saved under fuzz/artifacts/.
@@ -11,12 +12,15 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(review_decode json_patch config_load go_compat label_selector)
-cargo +nightly fuzz build
+export RUSTC_BOOTSTRAP=1
+# cargo fuzz has no --locked: fail here instead if fuzz/Cargo.lock is not current.
+cargo metadata --locked --format-version 1 >/dev/null
+cargo fuzz build
 for target in "${targets[@]}"; do
     mkdir -p "work/$target" "regressions/$target"
     log="work/$target.log"
     rm -f fuzz-*.log # -jobs=1: libFuzzer runs in a child process that writes fuzz-0.log
-    if cargo +nightly fuzz run "$target" "work/$target" "corpus/$target" "regressions/$target" -- \
+    if cargo fuzz run "$target" "work/$target" "corpus/$target" "regressions/$target" -- \
         -max_total_time="$seconds" -jobs=1 -workers=1 -rss_limit_mb=2048 -print_final_stats=1 \
         >"$log" 2>&1; then
         cat fuzz-*.log >>"$log" 2>/dev/null || true

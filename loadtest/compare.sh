@@ -754,9 +754,12 @@ scenario_inflight-2000() {
     target gateway "gateway /mutate" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$b" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
     CONNS=2000 WRK_THREADS=2 S_ROUNDS=1 S_DURATION=7 S_WARMUP=0 C1_TARGETS= SAMPLE_IN_FLIGHT=1
     measure
-    sleep 2
-    local after peak in_flight
-    after=$(awk -v k="$(memory_kb VmRSS "${GW_PID[gateway]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+    # The RSS as the load stops and after: the allocator's free memory should go back (src/alloc.rs).
+    local after=() peak in_flight waited=0 at
+    for at in 0 2 5 10; do
+        sleep $((at - waited)); waited=$at
+        after+=("+${at}s $(awk -v k="$(memory_kb VmRSS "${GW_PID[gateway]}")" 'BEGIN { printf "%.1f", k / 1024 }')")
+    done
     print_tables
     echo
     peak=$(get load gateway hwm)
@@ -764,7 +767,9 @@ scenario_inflight-2000() {
     figure "gateway RSS idle (after start, fleet loaded)" "$idle MiB" "≤ 30 MiB" "$(verdict "$idle" le 30)"
     figure "gateway peak RSS, $in_flight reviews in flight" "$peak MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     echo "  in flight: the mock's unanswered calls, sampled 2/3 into each run (direct $(get load direct in_flight), nginx $(get load nginx in_flight), gateway $in_flight)"
-    echo "  gateway RSS 2 s after the load: $after MiB; nginx peak (master + workers): $(get load nginx hwm) MiB"
+    local last=${after[-1]##* }
+    figure "gateway RSS 10 s after the load / idle" "$last / $idle MiB" "≤ 2 × idle" "$(verdict "$last" le "$(awk -v i="$idle" 'BEGIN { print i * 2 }')")"
+    echo "  gateway RSS after the load (MiB): $(IFS=,; echo "${after[*]}" | sed 's/,/, /g'); nginx peak (master + workers): $(get load nginx hwm) MiB"
     gateway_log_note gateway
     result gateway nginx direct load
 }

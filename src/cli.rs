@@ -207,7 +207,11 @@ pub(crate) struct ReviewArgs {
 
 /// Runs a command to completion and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(crate::alloc::on_park)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");
@@ -271,7 +275,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.max_connections = args.max_connections.max(1);
     options.otlp_endpoint = args.otlp_endpoint;
     let running = app::start(options).await?;
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let watching = tokio::spawn(crate::alloc::watch(workers));
     app::shutdown_signal().await;
+    watching.abort();
     tracing::info!("shutting down: draining");
     running.drain(drain_delay).await;
     Ok(())

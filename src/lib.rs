@@ -34,11 +34,13 @@
 //!   `pipeline` (a leaf, like `go`).
 //! - `explain`: the readable account of one review; `report`: how commands print it.
 //! - `traces`: OpenTelemetry spans of reviews and webhook calls, exported over OTLP/HTTP.
+//! - `alloc`: the allocator's free memory back to the OS once a burst is over.
 //! - `registration`: the gateway's own webhook registrations for a fleet.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI, and
 //!   `testbed`: a TLS configuration and an HTTPS accept loop, shared by the demo, the tests and
 //!   the load-test mock webhook.
 
+pub mod alloc;
 pub mod app;
 #[doc(hidden)]
 pub mod bench;

@@ -240,6 +240,7 @@ impl InFlight {
             self.reviews.fetch_sub(1, Ordering::AcqRel);
             return Err(Overload::Bytes(max_bytes));
         }
+        crate::alloc::note_review();
         Ok(Admitted { in_flight: self, bytes })
     }
 

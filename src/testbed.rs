@@ -59,7 +59,8 @@ where
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // hyper's default of 200 streams per HTTP/2 connection would cap the calls in flight to
-    // one mock (the gateway keeps one HTTP/2 connection per loopback webhook).
+    // one mock from an HTTP/2 client (the gateway calls over HTTP/1.1, but the tests also call
+    // the mock over HTTP/2).
     builder.http2().max_concurrent_streams(10_000);
     tokio::spawn(async move {
         loop {

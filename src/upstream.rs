@@ -34,6 +34,11 @@ pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// How long an idle pooled connection is kept.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Idle connections kept per webhook `host:port` (client-go keeps 25; the calls in flight,
+/// and so the connections open, are bounded by `maxReviewsInFlight`).
+const POOL_MAX_IDLE_PER_HOST: usize = 256;
+/// Loopback webhooks remembered as speaking only HTTP/2 (beyond, each call tries HTTP/1.1 first).
+const MAX_HTTP2_ONLY: usize = 1024;
 /// TCP connect limit (the request deadline applies as well).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -71,9 +76,13 @@ impl tower_service::Service<http::Uri> for Counted {
 /// A pooled HTTPS client for one client configuration. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Client {
+    /// HTTP/1.1 only, over a pool of connections: every webhook is called this way first.
     http: HttpsClient,
-    /// For loopback and `localhost` URLs, which the API server offers HTTP/2 as well (§7.1).
+    /// `h2` and `http/1.1` offered by ALPN: for a webhook at a loopback or `localhost` URL
+    /// that refused `http/1.1` alone (see [`Client::post`]).
     loopback: HttpsClient,
+    /// The `host:port`s of such webhooks, called with `loopback` from then on.
+    http2_only: Arc<Mutex<HashSet<String>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -143,13 +152,14 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
     let http = Counted(tcp);
-    // kube-apiserver forces HTTP/1.1 for webhooks (§7.1); `enable_http1` offers only it by ALPN.
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls.clone())
-        .https_only()
-        .enable_http1()
-        .wrap_connector(http.clone());
-    // Except at a loopback URL: `h2` and `http/1.1` by ALPN.
+    // kube-apiserver offers only `http/1.1` by ALPN (§7.1), but at loopback URLs; the gateway
+    // at all of them (see `Client::post`). hyper-rustls' builder would offer no ALPN at all for
+    // HTTP/1.1; an `h2`-only server must be able to refuse, as it refuses the API server.
+    let mut http1_tls = tls.clone();
+    http1_tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let mut https = hyper_rustls::HttpsConnector::from((http.clone(), http1_tls));
+    https.enforce_https();
+    // For loopback URLs whose server refused that: `h2` and `http/1.1` by ALPN.
     let loopback = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_only()
@@ -157,10 +167,14 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         .wrap_connector(http);
     let pooled = || {
         let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
-        builder.pool_idle_timeout(POOL_IDLE_TIMEOUT).pool_timer(TokioTimer::new()).timer(TokioTimer::new());
+        builder
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new());
         builder
     };
-    Ok(Client { http: pooled().build(https), loopback: pooled().build(loopback) })
+    Ok(Client { http: pooled().build(https), loopback: pooled().build(loopback), http2_only: Arc::default() })
 }
 
 /// `isLocalHost` of staging/src/k8s.io/apiserver/pkg/util/webhook/client.go: `localhost` (any
@@ -243,6 +257,13 @@ impl Client {
     /// whole, all before `deadline`. As in client-go, a failure while reading the body is not
     /// reported as one of the request (§8.1).
     /// `trace`: the call span's `traceparent` and `tracestate` (src/traces.rs).
+    ///
+    /// HTTP/1.1 over a pool of connections, for every webhook. The API server offers `h2` too
+    /// at a loopback or `localhost` URL (§7.1), but hyper keeps a single HTTP/2 connection
+    /// per host, which the server's stream limit caps, where a pool grows with the calls in
+    /// flight (and costs less per call: `loadtest/README.md`). A loopback webhook that speaks
+    /// only HTTP/2 refuses `http/1.1` in the handshake, before anything is sent; it is then
+    /// called over HTTP/2, as the API server would, from that call on.
     async fn post(
         &self,
         url: &str,
@@ -260,26 +281,45 @@ impl Client {
         loop {
             let current = if redirects == 0 { url.to_owned() } else { uri.to_string() };
             let transport = |message: String| CallError::Transport { url: current.clone(), message };
-            let mut request = http::Request::builder()
-                .method(method.clone())
-                .uri(uri.clone())
-                .header(http::header::ACCEPT, "application/json, */*")
-                .header(http::header::USER_AGENT, "kube-apiserver-admission");
-            if with_body {
-                request = request.header(http::header::CONTENT_TYPE, "application/json");
-            }
-            let mut request = request
-                .body(Full::new(if with_body { body.clone() } else { Bytes::new() }))
-                .map_err(|e| transport(e.to_string()))?;
-            if let Some(trace) = trace {
-                request.headers_mut().extend(trace.iter().map(|(name, value)| (name.clone(), value.clone())));
-            }
+            let request = || {
+                let mut request = http::Request::builder()
+                    .method(method.clone())
+                    .uri(uri.clone())
+                    .header(http::header::ACCEPT, "application/json, */*")
+                    .header(http::header::USER_AGENT, "kube-apiserver-admission");
+                if with_body {
+                    request = request.header(http::header::CONTENT_TYPE, "application/json");
+                }
+                let mut request = request
+                    .body(Full::new(if with_body { body.clone() } else { Bytes::new() }))
+                    .map_err(|e| transport(e.to_string()))?;
+                if let Some(trace) = trace {
+                    request
+                        .headers_mut()
+                        .extend(trace.iter().map(|(name, value)| (name.clone(), value.clone())));
+                }
+                Ok::<_, CallError>(request)
+            };
             let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
-            let http = if is_local_host(&uri) { &self.loopback } else { &self.http };
-            let response = tokio::time::timeout_at(deadline, http.request(request))
+            let local = is_local_host(&uri);
+            let http2_only = local && self.http2_only.lock().is_ok_and(|known| known.contains(&authority));
+            let http = if http2_only { &self.loopback } else { &self.http };
+            let mut sent = tokio::time::timeout_at(deadline, http.request(request()?))
                 .await
-                .map_err(|_| CallError::Timeout { url: current.clone() })?
-                .map_err(|e| error::request_failed(&e, &current, &authority))?;
+                .map_err(|_| CallError::Timeout { url: current.clone() })?;
+            if let Err(error) = &sent {
+                if local && !http2_only && error::no_common_protocol(error) {
+                    if let Ok(mut known) = self.http2_only.lock() {
+                        if known.len() < MAX_HTTP2_ONLY {
+                            known.insert(authority.clone());
+                        }
+                    }
+                    sent = tokio::time::timeout_at(deadline, self.loopback.request(request()?))
+                        .await
+                        .map_err(|_| CallError::Timeout { url: current.clone() })?;
+                }
+            }
+            let response = sent.map_err(|e| error::request_failed(&e, &current, &authority))?;
             let status = response.status();
             let location = response
                 .headers()

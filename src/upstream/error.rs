@@ -166,6 +166,35 @@ pub(super) fn body_read_failed(error: &(dyn std::error::Error + 'static)) -> Str
     chain.join(": ")
 }
 
+/// The rustls error behind `cause`, if it is one. tokio-rustls reports TLS failures as
+/// io::Errors wrapping (io::Errors wrapping) the rustls::Error; io::Error::source() skips what
+/// it wraps, so unwrap by hand.
+fn tls_error<'e>(cause: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+    let mut tls = cause.downcast_ref::<rustls::Error>();
+    let mut io = cause.downcast_ref::<std::io::Error>();
+    while let (None, Some(wrapper)) = (tls, io) {
+        let inner = wrapper.get_ref();
+        tls = inner.and_then(|e| e.downcast_ref::<rustls::Error>());
+        io = inner.and_then(|e| e.downcast_ref::<std::io::Error>());
+    }
+    tls
+}
+
+/// Whether the server refused the handshake for want of a protocol in common: offered
+/// `http/1.1` alone, a server that speaks only HTTP/2 says so (`no_application_protocol`).
+pub(super) fn no_common_protocol(error: &hyper_util::client::legacy::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = error.source();
+    while let Some(cause) = source {
+        if let Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) =
+            tls_error(cause)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
 /// A request that got no answer, in the words Go's net/http and crypto/tls would use where they
 /// are well known (refused connections, refused certificates); otherwise the error chain joined
 /// by `: `.
@@ -186,16 +215,7 @@ pub(super) fn request_failed(
                 return transport(text.to_owned());
             }
         }
-        // tokio-rustls reports TLS failures as io::Errors wrapping (io::Errors wrapping) the
-        // rustls::Error; io::Error::source() skips what it wraps, so unwrap by hand.
-        let mut tls = cause.downcast_ref::<rustls::Error>();
-        let mut io = cause.downcast_ref::<std::io::Error>();
-        while let (None, Some(wrapper)) = (tls, io) {
-            let inner = wrapper.get_ref();
-            tls = inner.and_then(|e| e.downcast_ref::<rustls::Error>());
-            io = inner.and_then(|e| e.downcast_ref::<std::io::Error>());
-        }
-        if let Some(tls) = tls {
+        if let Some(tls) = tls_error(cause) {
             if let rustls::Error::InvalidCertificate(certificate) = tls {
                 let message = Refusal::from_certificate_error(certificate).to_string();
                 return CallError::Tls { url: url.to_owned(), message };

@@ -20,7 +20,7 @@
 //! | expired certificate (issued by a CA)       | 500 `… x509: certificate has expired or is not yet valid: current time … is after …`  | failed open | [`an_expired_certificate_issued_by_the_ca_bundle`] (self-signed: `upstream_tls::an_expired_self_signed_certificate_is_refused_with_gos_validity_error`) |
 //! | wrong SAN (DNS names only, IP URL)         | 500 `… x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs` | failed open | [`a_certificate_without_the_ip_san`] (other IP: `upstream_tls::a_self_signed_certificate_for_another_address_is_refused_with_gos_hostname_error`) |
 //! | plain HTTP on an https URL                 | 500 `… Post "URL": tls: first record does not look like a TLS handshake`               | failed open | [`plain_http_on_an_https_url`] |
-//! | HTTP/2-only upstream (ALPN `h2` only)      | called over HTTP/2: a loopback URL is offered `h2` (since Kubernetes 1.30)             | called      | [`an_http2_only_upstream_on_a_loopback_url_is_called_over_http2`] |
+//! | HTTP/2-only upstream (ALPN `h2` only)      | called over HTTP/2: a loopback URL is offered `h2` (since Kubernetes 1.30)             | called (after `http/1.1` alone is refused) | [`an_http2_only_upstream_on_a_loopback_url_is_called_over_http2`], [`a_loopback_upstream_speaking_both_is_called_over_http1`] |
 //! | redirect (307 to a working webhook)        | followed, as Go's `http.Client` does: the target's answer (301–303: followed with a `GET` and no body; the tenth in a row: `Post "<Location>": stopped after 10 redirects`) | the same | [`a_temporary_redirect_is_followed_with_the_review`], [`a_see_other_redirect_is_followed_without_the_review`], [`a_redirect_loop_stops_after_ten_redirects`] |
 //! | 4xx/5xx, text or no body                   | 500 `… failed to call webhook: <client-go's text for the code>`                        | failed open | [`http_errors_without_a_status_body`] (500 with text: `failure_policy::an_http_500_from_a_webhook_under_fail_quotes_its_body`) |
 //! | 4xx/5xx with a `metav1.Status` body        | 500 `… failed to call webhook: <Status.message>`                                       | failed open | [`http_errors_with_a_status_body`] |
@@ -426,12 +426,61 @@ async fn plain_http_on_an_https_url() {
 
 /// The API server offers `h2` by ALPN to webhooks at a loopback or `localhost` URL (only those:
 /// `isLocalHost` in staging/src/k8s.io/apiserver/pkg/util/webhook/client.go, Kubernetes 1.30+);
-/// an upstream that speaks nothing but HTTP/2 is called over HTTP/2 and answers normally.
+/// an upstream that speaks nothing but HTTP/2 is called over HTTP/2 and answers normally. The
+/// gateway offers `http/1.1` first (README "Differences"); refused, it calls over HTTP/2, and
+/// does so straight away from then on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_only_upstream_on_a_loopback_url_is_called_over_http2() {
+    let upstream = versioned_upstream(&[b"h2"]).await;
+    let outcome = under_both_policies(&upstream.url, None).await;
+    let again = under_both_policies(&upstream.url, None).await;
+
+    for answer in [&outcome.fail, &outcome.ignore, &again.fail, &again.ignore] {
+        assert!(!answer.allowed());
+        assert_eq!(answer.code(), Some(400), "{}", answer.body);
+        assert!(answer.message().ends_with("denied the request: reached over HTTP/2.0"), "{}", answer.body);
+    }
+    assert_eq!(upstream.versions(), [http::Version::HTTP_2; 4]);
+}
+
+/// A loopback upstream that speaks both is called over HTTP/1.1 (where the API server would
+/// use HTTP/2): one pooled connection per call in flight rather than one shared connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_upstream_speaking_both_is_called_over_http1() {
+    let upstream = versioned_upstream(&[b"h2", b"http/1.1"]).await;
+    let outcome = under_both_policies(&upstream.url, None).await;
+
+    for answer in [&outcome.fail, &outcome.ignore] {
+        assert!(!answer.allowed());
+        assert!(answer.message().ends_with("denied the request: reached over HTTP/1.1"), "{}", answer.body);
+    }
+    assert_eq!(upstream.versions(), [http::Version::HTTP_11; 2]);
+}
+
+/// An HTTPS webhook on 127.0.0.1 offering `alpn`, denying with the HTTP version it was called
+/// over, which it records.
+struct VersionedUpstream {
+    url: String,
+    seen: Arc<std::sync::Mutex<Vec<http::Version>>>,
+    server: JoinHandle<()>,
+}
+
+impl VersionedUpstream {
+    fn versions(&self) -> Vec<http::Version> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for VersionedUpstream {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn versioned_upstream(alpn: &[&[u8]]) -> VersionedUpstream {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("https://127.0.0.1:{}/webhook", listener.local_addr().unwrap().port());
-    let acceptor = tokio_rustls::TlsAcceptor::from(server_tls(loopback_certificate(), &[b"h2"]));
+    let acceptor = tokio_rustls::TlsAcceptor::from(server_tls(loopback_certificate(), alpn));
     let versions = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = versions.clone();
     let server = tokio::spawn(async move {
@@ -439,14 +488,18 @@ async fn an_http2_only_upstream_on_a_loopback_url_is_called_over_http2() {
             let (acceptor, seen) = (acceptor.clone(), seen.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let http2 = tls.get_ref().1.alpn_protocol() == Some(&b"h2"[..]);
                 let service =
                     hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
                         let seen = seen.clone();
                         async move {
-                            seen.lock().unwrap().push(request.version());
+                            let version = request.version();
+                            seen.lock().unwrap().push(version);
                             let body = request.into_body().collect().await?.to_bytes();
                             let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                            let Reply::Json(answer) = reply::deny(&review, "reached over HTTP/2") else {
+                            let Reply::Json(answer) =
+                                reply::deny(&review, &format!("reached over {version:?}"))
+                            else {
                                 unreachable!()
                             };
                             Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(
@@ -454,23 +507,18 @@ async fn an_http2_only_upstream_on_a_loopback_url_is_called_over_http2() {
                             ))))
                         }
                     });
-                // HTTP/2 only: an HTTP/1.1 request is a protocol error.
-                let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
+                let io = hyper_util::rt::TokioIo::new(tls);
+                if http2 {
+                    let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(io, service)
+                        .await;
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                }
             });
         }
     });
-
-    let outcome = under_both_policies(&url, None).await;
-    server.abort();
-
-    for answer in [&outcome.fail, &outcome.ignore] {
-        assert!(!answer.allowed());
-        assert_eq!(answer.code(), Some(400), "{}", answer.body);
-        assert!(answer.message().ends_with("denied the request: reached over HTTP/2"), "{}", answer.body);
-    }
-    assert_eq!(*versions.lock().unwrap(), [http::Version::HTTP_2; 2]);
+    VersionedUpstream { url, seen: versions, server }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,13 +533,13 @@ async fn a_temporary_redirect_is_followed_with_the_review() {
     let upstream = raw_upstream(Wire::Tls, move |mut io| {
         let location = location.clone();
         async move {
-            if read_review(&mut io).await.is_some() {
+            while read_review(&mut io).await.is_some() {
                 let head = format!(
                     "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
                 );
-                let _ = io.write_all(head.as_bytes()).await;
-                let _ = io.flush().await;
-                until_closed(&mut io).await;
+                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
+                    return;
+                }
             }
         }
     })
@@ -524,7 +572,8 @@ async fn a_see_other_redirect_is_followed_without_the_review() {
     let target = raw_upstream(Wire::Tls, move |mut io| {
         let recorded = recorded.clone();
         async move {
-            if let Some((head, body)) = read_head(&mut io).await {
+            // Bodiless requests, one after another on a kept-alive connection.
+            while let Some((head, body)) = read_head(&mut io).await {
                 recorded
                     .lock()
                     .unwrap()
@@ -532,9 +581,10 @@ async fn a_see_other_redirect_is_followed_without_the_review() {
                 let answer = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                     "response": {"uid": "not-the-review's", "allowed": true}})
                 .to_string();
-                let _ = io.write_all(format!("{}{answer}", ok_head(answer.len())).as_bytes()).await;
-                let _ = io.flush().await;
-                until_closed(&mut io).await;
+                let written = io.write_all(format!("{}{answer}", ok_head(answer.len())).as_bytes()).await;
+                if written.is_err() || io.flush().await.is_err() {
+                    return;
+                }
             }
         }
     })
@@ -543,12 +593,12 @@ async fn a_see_other_redirect_is_followed_without_the_review() {
     let upstream = raw_upstream(Wire::Tls, move |mut io| {
         let location = location.clone();
         async move {
-            if read_review(&mut io).await.is_some() {
+            while read_review(&mut io).await.is_some() {
                 let head =
                     format!("HTTP/1.1 303 See Other\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n");
-                let _ = io.write_all(head.as_bytes()).await;
-                let _ = io.flush().await;
-                until_closed(&mut io).await;
+                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
+                    return;
+                }
             }
         }
     })

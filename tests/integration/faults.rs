@@ -22,6 +22,7 @@
 //! | plain HTTP on an https URL                 | 500 `… Post "URL": tls: first record does not look like a TLS handshake`               | failed open | [`plain_http_on_an_https_url`] |
 //! | HTTP/2-only upstream (ALPN `h2` only)      | called over HTTP/2: a loopback URL is offered `h2` (since Kubernetes 1.30)             | called (after `http/1.1` alone is refused) | [`an_http2_only_upstream_on_a_loopback_url_is_called_over_http2`], [`a_loopback_upstream_speaking_both_is_called_over_http1`] |
 //! | redirect (307 to a working webhook)        | followed, as Go's `http.Client` does: the target's answer (301–303: followed with a `GET` and no body; the tenth in a row: `Post "<Location>": stopped after 10 redirects`) | the same | [`a_temporary_redirect_is_followed_with_the_review`], [`a_see_other_redirect_is_followed_without_the_review`], [`a_redirect_loop_stops_after_ten_redirects`] |
+//! | `Connection: close` in an answer           | the connection is not used again (Go's transport neither)                            | the same    | [`a_connection_the_webhook_said_to_close_is_not_reused`] |
 //! | 4xx/5xx, text or no body                   | 500 `… failed to call webhook: <client-go's text for the code>`                        | failed open | [`http_errors_without_a_status_body`] (500 with text: `failure_policy::an_http_500_from_a_webhook_under_fail_quotes_its_body`) |
 //! | 4xx/5xx with a `metav1.Status` body        | 500 `… failed to call webhook: <Status.message>`                                       | failed open | [`http_errors_with_a_status_body`] |
 //! | 50 MiB body                                | (gateway limit, README "Limits") 500 `… Post "URL": reading the response body: length limit exceeded` | failed open | [`a_50_mib_answer`] |
@@ -561,6 +562,40 @@ async fn a_temporary_redirect_is_followed_with_the_review() {
         assert_eq!(request.review["kind"], "AdmissionReview", "the body went along");
         assert_eq!(request.timeout, None, "the Location as given: the ?timeout= does not go along");
     }
+}
+
+/// A webhook that answers `Connection: close` gets the next call on a new connection, even
+/// when it leaves the old one open (a webhook replica shutting down says so; reusing the
+/// connection would fail the next call, kubernetes/kubernetes#127335).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_the_webhook_said_to_close_is_not_reused() {
+    let upstream = raw_upstream(Wire::Tls, |mut io| async move {
+        if let Some(review) = read_review(&mut io).await {
+            let Reply::Json(answer) = reply::allow(&review) else { unreachable!() };
+            let answer = answer.to_string();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                answer.len()
+            );
+            let _ = io.write_all(format!("{head}{answer}").as_bytes()).await;
+            let _ = io.flush().await;
+            // Left open: a request sent on it now would never be answered.
+            until_closed(&mut io).await;
+        }
+    })
+    .await;
+    let gateway = TestGateway::validating([
+        webhook_at("closing.example.com", &upstream.url).timeout_seconds(TIMEOUT_SECONDS)
+    ])
+    .await;
+
+    for _ in 0..3 {
+        let started = Instant::now();
+        let answer = gateway.validate(&fixtures::review(POD_CREATE)).await;
+        assert!(answer.allowed(), "{}", answer.body);
+        assert!(started.elapsed() < Duration::from_secs(1), "answered at once, not after a timeout");
+    }
+    assert_eq!(upstream.connections.load(Ordering::SeqCst), 3, "one connection per call");
 }
 
 /// A 303 (like 301 and 302) is followed with a `GET` and no body, as Go's client does: the

@@ -7,11 +7,19 @@
 //! inflight-2000). So once no review has been admitted for a second ([`note_review`],
 //! [`watch`]), every worker is woken and, as it parks again ([`on_park`]), has its heap
 //! collected and the free memory purged. Twice, a second apart, for the blocks other threads
-//! freed into a heap after it was collected. Under load nothing is done (the memory is reused),
-//! and an idle gateway is not woken at all.
+//! freed into a heap after it was collected; and once more 95 s after, when the upstream
+//! connections the burst left idle in the pools have been closed. Under load nothing is done
+//! (the memory is reused), and an idle gateway is woken by nothing but the one-second tick.
 //!
 //! The binary installs the collection ([`install`]); without it (tests, the library used
 //! elsewhere) nothing is done.
+//!
+//! Transparent huge pages are turned off for the process ([`disable_transparent_huge_pages`],
+//! and mimalloc's `no_thp` feature keeps it from asking for them). With them, the kernel backs
+//! the allocator's sparse, partly purged regions with whole 2 MiB pages, in the background:
+//! measured on inflight-2000, idle RSS 22 against 13 MiB, peak 282 against 206 MiB, and after
+//! the burst the RSS crept from 49 to 106 MiB in 90 s with no review at all, where without
+//! them it stayed at 26 MiB.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +30,9 @@ use std::time::Duration;
 const TICK: Duration = Duration::from_secs(1);
 /// Quiet ticks after a burst that each collect every worker.
 const COLLECTIONS: u32 = 2;
+/// The quiet tick that collects once more: after the upstream connections the burst left idle
+/// in the pools have been closed (`upstream.rs`, 90 s).
+const AFTER_IDLE_CONNECTIONS: u64 = 95;
 
 static COLLECT: OnceLock<fn(bool)> = OnceLock::new();
 /// Reviews admitted so far.
@@ -33,6 +44,14 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// holds empty and purges free memory (all of it if `force`). The first call wins.
 pub fn install(collect: fn(bool)) {
     let _ = COLLECT.set(collect);
+}
+
+/// Turns transparent huge pages off for the whole process (`prctl(PR_SET_THP_DISABLE)`, which
+/// applies to every mapping of the process, existing ones too). Best effort: on failure, or
+/// off Linux, nothing changes.
+pub fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
 /// A review was admitted: a burst is going on.
@@ -79,26 +98,25 @@ pub(crate) async fn watch(workers: usize) {
 /// When to collect, from the count of reviews admitted seen at each tick.
 struct Bursts {
     seen: u64,
-    /// Collections still owed to the last burst.
-    owed: u32,
+    /// Quiet ticks since the last review, if there was one since the start.
+    quiet: Option<u64>,
 }
 
 impl Bursts {
     fn new(reviews: u64) -> Self {
-        Bursts { seen: reviews, owed: 0 }
+        Bursts { seen: reviews, quiet: None }
     }
 
-    /// Whether this tick should collect: a quiet tick after a burst, [`COLLECTIONS`] times.
+    /// Whether this tick should collect: the first [`COLLECTIONS`] quiet ticks after a burst,
+    /// and once more when the idle upstream connections it left have been closed.
     fn collect_now(&mut self, reviews: u64) -> bool {
         if reviews != self.seen {
-            (self.seen, self.owed) = (reviews, COLLECTIONS);
+            (self.seen, self.quiet) = (reviews, Some(0));
             return false;
         }
-        if self.owed == 0 {
-            return false;
-        }
-        self.owed -= 1;
-        true
+        let Some(quiet) = self.quiet.as_mut() else { return false };
+        *quiet += 1;
+        *quiet <= u64::from(COLLECTIONS) || *quiet == AFTER_IDLE_CONNECTIONS
     }
 }
 
@@ -127,9 +145,16 @@ mod tests {
     }
 
     #[test]
-    fn quiet_ticks_after_a_burst_collect_twice_then_never_until_the_next() {
+    fn quiet_ticks_after_a_burst_collect_twice_and_once_after_the_pools_idle_out() {
         let mut bursts = Bursts::new(0);
         let ticks: Vec<bool> = [0, 0, 5, 9, 9, 9, 9, 10, 10, 10, 10].map(|n| bursts.collect_now(n)).to_vec();
         assert_eq!(ticks, [false, false, false, false, true, true, false, false, true, true, false]);
+        let later: Vec<usize> = (4..200).filter(|_| bursts.collect_now(10)).collect();
+        assert_eq!(
+            later,
+            [AFTER_IDLE_CONNECTIONS as usize],
+            "the quiet ticks after the last burst, counted from 4"
+        );
+        assert!(!bursts.collect_now(10));
     }
 }

@@ -8,7 +8,8 @@ use clap::Parser as _;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    // Idle runtime workers hand the memory of a burst back (src/alloc.rs).
+    // Idle runtime workers hand the memory of a burst back, and no huge pages (src/alloc.rs).
+    admission_gateway::alloc::disable_transparent_huge_pages();
     admission_gateway::alloc::install(alloc_trim::collect);
     let cli = admission_gateway::cli::Cli::parse();
     // Kept to the end: dropping it flushes the queued log lines.

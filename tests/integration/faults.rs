@@ -257,6 +257,30 @@ fn ok_head(length: usize) -> String {
     format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n")
 }
 
+/// An upstream answering every request, on kept-alive connections, with a redirect of this
+/// `status` to `location(n)` (n: the requests so far).
+async fn redirecting(
+    status: &'static str,
+    location: impl Fn(usize) -> String + Send + Sync + 'static,
+) -> RawUpstream {
+    let location = Arc::new(location);
+    let requests = Arc::new(AtomicUsize::new(0));
+    raw_upstream(Wire::Tls, move |mut io| {
+        let (location, requests) = (location.clone(), requests.clone());
+        async move {
+            while read_review(&mut io).await.is_some() {
+                let n = requests.fetch_add(1, Ordering::SeqCst);
+                let head =
+                    format!("HTTP/1.1 {status}\r\nLocation: {}\r\nContent-Length: 0\r\n\r\n", location(n));
+                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+}
+
 // ---------------------------------------------------------------------------------------------
 // Connections that break or stall
 
@@ -531,20 +555,7 @@ async fn versioned_upstream(alpn: &[&[u8]]) -> VersionedUpstream {
 async fn a_temporary_redirect_is_followed_with_the_review() {
     let target = MockWebhook::denying("reached through the redirect").spawn().await;
     let location = target.url().to_owned();
-    let upstream = raw_upstream(Wire::Tls, move |mut io| {
-        let location = location.clone();
-        async move {
-            while read_review(&mut io).await.is_some() {
-                let head = format!(
-                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
-                );
-                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
-                    return;
-                }
-            }
-        }
-    })
-    .await;
+    let upstream = redirecting("307 Temporary Redirect", move |_| location.clone()).await;
 
     let outcome = under_both_policies(&upstream.url, None).await;
 
@@ -625,19 +636,7 @@ async fn a_see_other_redirect_is_followed_without_the_review() {
     })
     .await;
     let location = format!("{}/elsewhere", target.url);
-    let upstream = raw_upstream(Wire::Tls, move |mut io| {
-        let location = location.clone();
-        async move {
-            while read_review(&mut io).await.is_some() {
-                let head =
-                    format!("HTTP/1.1 303 See Other\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n");
-                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
-                    return;
-                }
-            }
-        }
-    })
-    .await;
+    let upstream = redirecting("303 See Other", move |_| location.clone()).await;
 
     let outcome = under_both_policies(&upstream.url, None).await;
 
@@ -660,19 +659,8 @@ async fn a_see_other_redirect_is_followed_without_the_review() {
 async fn a_redirect_loop_stops_after_ten_redirects() {
     let requests = Arc::new(AtomicUsize::new(0));
     let counted = requests.clone();
-    let upstream = raw_upstream(Wire::Tls, move |mut io| {
-        let counted = counted.clone();
-        async move {
-            while read_review(&mut io).await.is_some() {
-                let n = counted.fetch_add(1, Ordering::SeqCst);
-                let head = format!(
-                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: /loop/{n}\r\nContent-Length: 0\r\n\r\n"
-                );
-                if io.write_all(head.as_bytes()).await.is_err() || io.flush().await.is_err() {
-                    return;
-                }
-            }
-        }
+    let upstream = redirecting("307 Temporary Redirect", move |_| {
+        format!("/loop/{}", counted.fetch_add(1, Ordering::SeqCst))
     })
     .await;
 

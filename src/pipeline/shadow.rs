@@ -330,6 +330,7 @@ pub(crate) fn start(review: &mut Review<'_>, hook: &Arc<Hook>, phase: Phase, rou
         object,
         // The webhook's own timeout, never the caller's deadline budget.
         budget: Budget::unlimited(&review.snapshot.settings),
+        object_limit: review.snapshot.settings.max_patched_object_bytes,
         decided,
         trace: review.trace.clone(),
     };
@@ -380,6 +381,8 @@ struct ShadowCall {
     request: Arc<IncomingReview>,
     object: Option<Box<RawValue>>,
     budget: Budget,
+    /// `maxPatchedObjectBytes`, for judging the patch as the enforced chain would.
+    object_limit: u64,
     decided: oneshot::Receiver<bool>,
     /// The review's span: the call's span is its child even if it ends after it.
     trace: Parent,
@@ -411,13 +414,15 @@ impl ShadowCall {
                 let status = super::verdict::rejection(&self.hook.name, response.status.as_ref());
                 (Said::Denied, format!("denied: {}", status.message.unwrap_or_default()))
             }
-            Attempt::Answered(response) if mutating => match would_mutate(response, self.object.as_deref()) {
-                Ok(Some(paths)) => {
-                    (Said::Mutates(paths), "allowed, with a patch that changes the object".into())
+            Attempt::Answered(response) if mutating => {
+                match would_mutate(response, self.object.as_deref(), self.object_limit) {
+                    Ok(Some(paths)) => {
+                        (Said::Mutates(paths), "allowed, with a patch that changes the object".into())
+                    }
+                    Ok(None) => (Said::Allowed, "allowed, object unchanged".into()),
+                    Err((reason, why)) => (Said::Failed(reason), why),
                 }
-                Ok(None) => (Said::Allowed, "allowed, object unchanged".into()),
-                Err((reason, why)) => (Said::Failed(reason), why),
-            },
+            }
             Attempt::Answered(_) => (Said::Allowed, "allowed".into()),
             Attempt::CallError(error) => (Said::Failed(error.reason()), error.to_string()),
             Attempt::Refused(status) => {
@@ -463,6 +468,7 @@ impl ShadowCall {
 fn would_mutate(
     response: &WebhookResponse,
     object: Option<&RawValue>,
+    object_limit: u64,
 ) -> Result<Option<Vec<String>>, (&'static str, String)> {
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok(None);
@@ -474,7 +480,7 @@ fn would_mutate(
     if patch.is_empty() {
         return Ok(None);
     }
-    let mut state = ObjectState::new(object, None);
+    let mut state = ObjectState::new(object, None).limited_to(object_limit);
     if state.is_null() {
         return Err(("patch_failed", "a patch for an operation without an object".into()));
     }
@@ -544,16 +550,27 @@ mod tests {
             ..WebhookResponse::default()
         };
         let changing = r#"[{"op":"add","path":"/metadata/labels/b","value":"secret"},{"op":"test","path":"/metadata","value":{}}]"#;
-        let result = would_mutate(&response(changing), Some(&object));
+        let result = would_mutate(&response(changing), Some(&object), 1 << 20);
         assert!(matches!(result, Err(("patch_failed", _))), "the test operation fails: {result:?}");
         let changing = r#"[{"op":"add","path":"/metadata/labels/b","value":"secret"}]"#;
         assert_eq!(
-            would_mutate(&response(changing), Some(&object)),
+            would_mutate(&response(changing), Some(&object), 1 << 20),
             Ok(Some(vec!["/metadata/labels/b".to_owned()]))
         );
         let same = r#"[{"op":"replace","path":"/metadata/labels/a","value":"1"}]"#;
-        assert_eq!(would_mutate(&response(same), Some(&object)), Ok(None));
-        assert_eq!(would_mutate(&response("[]"), Some(&object)), Ok(None));
-        assert!(matches!(would_mutate(&response("{"), Some(&object)), Err(("undecodable_patch", _))));
+        assert_eq!(would_mutate(&response(same), Some(&object), 1 << 20), Ok(None));
+        assert_eq!(would_mutate(&response("[]"), Some(&object), 1 << 20), Ok(None));
+        assert!(matches!(
+            would_mutate(&response("{"), Some(&object), 1 << 20),
+            Err(("undecodable_patch", _))
+        ));
+        // maxPatchedObjectBytes, as the enforced chain applies it.
+        let growing = format!(r#"[{{"op":"add","path":"/metadata/labels/b","value":"{}"}}]"#, "x".repeat(64));
+        assert_eq!(would_mutate(&response(&growing), Some(&object), 1 << 20).map(|p| p.is_some()), Ok(true));
+        let result = would_mutate(&response(&growing), Some(&object), 64);
+        assert!(
+            matches!(&result, Err(("patch_failed", why)) if why.contains("maxPatchedObjectBytes")),
+            "{result:?}"
+        );
     }
 }

@@ -82,7 +82,7 @@ pub(crate) struct Client {
     /// that refused `http/1.1` alone (see [`Client::post`]).
     loopback: HttpsClient,
     /// The `host:port`s of such webhooks, called with `loopback` from then on.
-    http2_only: Arc<Mutex<HashSet<String>>>,
+    http2_only: Arc<Http2Only>,
 }
 
 impl std::fmt::Debug for Client {
@@ -217,6 +217,30 @@ pub(crate) fn timeout_param(remaining: Duration) -> String {
     }
 }
 
+/// The `host:port`s of loopback webhooks that refused HTTP/1.1 (at most [`MAX_HTTP2_ONLY`]).
+/// Almost always empty: a call reads one flag, and takes the lock only if some were found.
+#[derive(Default)]
+struct Http2Only {
+    any: std::sync::atomic::AtomicBool,
+    known: Mutex<HashSet<String>>,
+}
+
+impl Http2Only {
+    fn contains(&self, authority: &str) -> bool {
+        self.any.load(std::sync::atomic::Ordering::Acquire)
+            && self.known.lock().is_ok_and(|known| known.contains(authority))
+    }
+
+    fn insert(&self, authority: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            if known.len() < MAX_HTTP2_ONLY {
+                known.insert(authority.to_owned());
+                self.any.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+    }
+}
+
 /// One call's result at the HTTP level.
 struct HttpReply {
     status: http::StatusCode,
@@ -279,8 +303,11 @@ impl Client {
         let (mut method, mut with_body) = (http::Method::POST, true);
         let mut redirects = 0;
         loop {
-            let current = if redirects == 0 { url.to_owned() } else { uri.to_string() };
-            let transport = |message: String| CallError::Transport { url: current.clone(), message };
+            // Owned only after a redirect: the first hop's URL is borrowed.
+            let current: std::borrow::Cow<'_, str> =
+                if redirects == 0 { url.into() } else { uri.to_string().into() };
+            let transport =
+                |message: String| CallError::Transport { url: current.clone().into_owned(), message };
             let request = || {
                 let mut request = http::Request::builder()
                     .method(method.clone())
@@ -302,21 +329,17 @@ impl Client {
             };
             let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
             let local = is_local_host(&uri);
-            let http2_only = local && self.http2_only.lock().is_ok_and(|known| known.contains(&authority));
+            let http2_only = local && self.http2_only.contains(&authority);
             let http = if http2_only { &self.loopback } else { &self.http };
             let mut sent = tokio::time::timeout_at(deadline, http.request(request()?))
                 .await
-                .map_err(|_| CallError::Timeout { url: current.clone() })?;
+                .map_err(|_| CallError::Timeout { url: current.clone().into_owned() })?;
             if let Err(error) = &sent {
                 if local && !http2_only && error::no_common_protocol(error) {
-                    if let Ok(mut known) = self.http2_only.lock() {
-                        if known.len() < MAX_HTTP2_ONLY {
-                            known.insert(authority.clone());
-                        }
-                    }
+                    self.http2_only.insert(&authority);
                     sent = tokio::time::timeout_at(deadline, self.loopback.request(request()?))
                         .await
-                        .map_err(|_| CallError::Timeout { url: current.clone() })?;
+                        .map_err(|_| CallError::Timeout { url: current.clone().into_owned() })?;
                 }
             }
             let response = sent.map_err(|e| error::request_failed(&e, &current, &authority))?;

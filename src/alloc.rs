@@ -75,9 +75,9 @@ pub(crate) fn on_park() {
 
 /// Every [`TICK`], sees whether reviews were admitted; after a burst, on each of the next
 /// [`COLLECTIONS`] quiet ticks, asks for a collection and gives each of the runtime's
-/// `workers` a task, so that each wakes and parks. Runs until dropped; does nothing without
-/// [`install`].
-pub(crate) async fn watch(workers: usize) {
+/// `workers`, and each of the `others` runtimes (the serving threads'), a task, so that each
+/// wakes and parks. Runs until dropped; does nothing without [`install`].
+pub(crate) async fn watch(workers: usize, others: Vec<tokio::runtime::Handle>) {
     if COLLECT.get().is_none() {
         return;
     }
@@ -90,6 +90,9 @@ pub(crate) async fn watch(workers: usize) {
             EPOCH.fetch_add(1, Ordering::Relaxed);
             for _ in 0..workers {
                 tokio::spawn(async {});
+            }
+            for runtime in &others {
+                runtime.spawn(async {});
             }
         }
     }

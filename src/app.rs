@@ -36,6 +36,8 @@ pub struct ServeOptions {
     /// Connections the admission listener holds open at once (lowered to fit the open-file
     /// limit); beyond, new ones wait in the listen backlog.
     pub max_connections: usize,
+    /// Threads serving the admission listener (`server/threads.rs`).
+    pub threads: usize,
     /// An admission connection without traffic or a request in flight this long is closed.
     pub idle_timeout: std::time::Duration,
     /// OTLP/HTTP collector (`http://HOST:PORT`) to export traces to; `None`: no tracing.
@@ -60,6 +62,7 @@ impl ServeOptions {
             cluster: None,
             client_ca: None,
             max_connections: server::limits::DEFAULT_MAX_CONNECTIONS,
+            threads: server::threads::default_threads(),
             idle_timeout: server::limits::IDLE_TIMEOUT,
             otlp_endpoint: None,
         }
@@ -73,6 +76,8 @@ pub struct Running {
     state: Arc<State>,
     shutdown: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
+    /// The admission listener's threads' runtimes (`server/threads.rs`).
+    serving: Vec<tokio::runtime::Handle>,
     background: Vec<JoinHandle<()>>,
     /// The trace export task, flushed last.
     exporting: Option<crate::traces::Exporting>,
@@ -83,6 +88,11 @@ impl Running {
     /// `Connection: close`, while the listener goes on accepting for `delay` (time for the
     /// endpoints to drop this replica and the API server to stop sending here); then
     /// [`shutdown`](Self::shutdown).
+    /// The runtimes of the admission listener's threads.
+    pub fn serving_runtimes(&self) -> &[tokio::runtime::Handle] {
+        &self.serving
+    }
+
     pub async fn drain(self, delay: std::time::Duration) {
         self.state.draining.store(true, Ordering::SeqCst);
         tracing::info!(delay_ms = delay.as_millis() as u64, "draining: not ready, still serving");
@@ -158,6 +168,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         state: state.clone(),
         shutdown,
         servers: vec![admin],
+        serving: Vec::new(),
         background: Vec::new(),
         exporting,
     };
@@ -194,6 +205,8 @@ async fn serve_admission(
         }
         let _ = state.cluster.set(cluster);
     }
+    // Before the first upstream client is built: each keeps a pool per serving thread.
+    let threads = server::threads::plan(options.threads);
     let clients = Arc::new(Clients::default());
     let snapshot = match load_inputs(&inputs, &clients, 1).await? {
         Ok(snapshot) => snapshot,
@@ -241,14 +254,10 @@ async fn serve_admission(
             "connection cap lowered to fit the open-file limit"
         );
     }
-    running.servers.push(tokio::spawn(server::serve(
-        listener,
-        tls,
-        state.clone(),
-        Listener::Admission,
-        server::limits::ConnectionLimits { max: max_connections, idle: options.idle_timeout },
-        stop,
-    )));
+    let limits = server::limits::ConnectionLimits { max: max_connections, idle: options.idle_timeout };
+    let serving = server::threads::start(threads, listener, tls, state, limits, &stop)?;
+    running.serving = serving.handles.clone();
+    running.servers.push(tokio::spawn(serving.finished()));
     let metrics = state.metrics.clone();
     let fleet = state.cluster.get().and_then(|c| c.fleet.clone());
     running.background.push(tokio::spawn(reload::watch(
@@ -271,7 +280,7 @@ async fn serve_admission(
         },
     )));
     state.ready.store(true, Ordering::SeqCst);
-    tracing::info!(address = %running.address, metrics_address = %running.metrics_address, tls = options.tls.is_some(), "serving");
+    tracing::info!(address = %running.address, metrics_address = %running.metrics_address, tls = options.tls.is_some(), threads, "serving");
     Ok(())
 }
 

@@ -144,6 +144,10 @@ pub(crate) struct ServeArgs {
     /// limit, whose soft value is raised to the hard one); beyond, they wait in the backlog.
     #[arg(long, default_value_t = crate::server::limits::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     pub(crate) max_connections: usize,
+    /// Threads serving the admission endpoints, each with its own connections and pools of
+    /// connections to webhooks (default: the CPUs this process may use).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) threads: Option<u16>,
     /// Serve plain HTTP instead of HTTPS (for local testing only).
     #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
     pub(crate) insecure_http: bool,
@@ -205,13 +209,18 @@ pub(crate) struct ReviewArgs {
     pub(crate) file: Option<PathBuf>,
 }
 
+/// `serve`'s own runtime's workers (src/server/threads.rs serves the reviews).
+const CONTROL_WORKERS: usize = 2;
+
 /// Runs a command to completion and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .on_thread_park(crate::alloc::on_park)
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if matches!(cli.command, Command::Serve(_)) {
+        // Reviews have threads of their own (src/server/threads.rs); this runtime runs the
+        // admin listener, reloads, cluster watches and trace export.
+        builder.worker_threads(CONTROL_WORKERS);
+    }
+    let runtime = match builder.enable_all().on_thread_park(crate::alloc::on_park).build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");
@@ -273,10 +282,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.cluster = cluster;
     options.client_ca = args.client_ca;
     options.max_connections = args.max_connections.max(1);
+    options.threads = args.threads.map_or_else(crate::server::threads::default_threads, usize::from);
     options.otlp_endpoint = args.otlp_endpoint;
     let running = app::start(options).await?;
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let watching = tokio::spawn(crate::alloc::watch(workers));
+    let watching = tokio::spawn(crate::alloc::watch(CONTROL_WORKERS, running.serving_runtimes().to_vec()));
     app::shutdown_signal().await;
     watching.abort();
     tracing::info!("shutting down: draining");

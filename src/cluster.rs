@@ -79,6 +79,9 @@ pub(crate) struct Cluster {
     pub(crate) fleet: Option<Arc<Fleet>>,
     pub(crate) discovery: Arc<Discovery>,
     max_staleness: Duration,
+    /// The runtime the client's connections live on: authorizer checks are driven there
+    /// (from a blocking thread, `pipeline/conditions.rs`).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Cluster {
@@ -130,7 +133,14 @@ impl Cluster {
         };
         tracing::info!(%server, fleet_configmaps = options.fleet_selector.is_some(), "cluster mode");
         Ok((
-            Arc::new(Self { client, namespaces, fleet, discovery, max_staleness: options.max_staleness }),
+            Arc::new(Self {
+                client,
+                namespaces,
+                fleet,
+                discovery,
+                max_staleness: options.max_staleness,
+                runtime: tokio::runtime::Handle::current(),
+            }),
             tasks,
         ))
     }
@@ -155,7 +165,7 @@ impl Cluster {
 
     /// The CEL authorizer of one review, asking as the requesting user.
     pub(crate) fn authorizer(&self, user: authorizer::UserInfo) -> authorizer::ReviewAuthorizer {
-        authorizer::ReviewAuthorizer::new(self.client.clone(), user, tokio::runtime::Handle::current())
+        authorizer::ReviewAuthorizer::new(self.client.clone(), user, self.runtime.clone())
     }
 
     /// Whether the namespace cache is older than the configured bound.

@@ -100,19 +100,14 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
     let config = write("fleet.yaml", &fleet)?;
 
     let (explained, mut reviews) = mpsc::unbounded_channel();
-    let running = app::start(ServeOptions {
-        paths: vec![config.clone()],
-        listen: app::resolve(&args.listen).await?,
-        metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        tls: Some((cert, key)),
-        explained: Some(explained),
-        cluster: None,
-        client_ca: None,
-        max_connections: crate::server::limits::DEFAULT_MAX_CONNECTIONS,
-        idle_timeout: crate::server::limits::IDLE_TIMEOUT,
-        otlp_endpoint: None,
-    })
-    .await?;
+    let mut options = ServeOptions::new(
+        vec![config.clone()],
+        app::resolve(&args.listen).await?,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Some((cert, key)),
+    );
+    options.explained = Some(explained);
+    let running = app::start(options).await?;
     println!("admission-gateway demo");
     println!("  fleet:   https://{fleet_address} (4 webhooks, config {})", config.display());
     println!("  gateway: https://{} (CA {})", running.address, directory.join("ca.crt").display());

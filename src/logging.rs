@@ -9,6 +9,7 @@
 //! control characters escaped, at most [`UNTRUSTED_MAX_BYTES`] kept. Objects, patches and
 //! bodies never reach a log line at all (Secrets pass through admission).
 
+mod json;
 mod writer;
 
 use std::fmt::{self, Write as _};
@@ -21,7 +22,7 @@ use tracing_subscriber::EnvFilter;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     /// One JSON object a line: `timestamp`, `level`, `fields` (with `message`), `target`,
-    /// `span` and `spans`.
+    /// and `span` (`json.rs`).
     Json,
     /// For people at a terminal.
     Text,
@@ -48,7 +49,7 @@ pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
     let _ = WRITER.set(writer.clone());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let installed = match format {
-        LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).try_init(),
+        LogFormat::Json => builder.fmt_fields(json::JsonMembers).event_format(json::JsonLines).try_init(),
         LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init(),
     };
     installed.map_err(|error| format!("cannot set up logging: {error}"))?;

@@ -340,8 +340,8 @@ impl<'r> Review<'r> {
 
     /// `Ok(true)` if `hook` is to be called; a skip is explained. `Err`: the request fails.
     /// Rules and selectors first, then matchConditions (§4.0.7).
-    fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
-        match self.decide(hook, phase) {
+    async fn matches(&mut self, hook: &Hook, phase: Phase, round: u8) -> Result<bool, Status> {
+        match self.decide(hook, phase).await {
             Ok(None) => Ok(true),
             Ok(Some(skip)) => {
                 self.skipped(hook, phase, round, &skip);
@@ -364,18 +364,12 @@ impl<'r> Review<'r> {
 
     /// Whether `hook` matches: `Ok(None)` to call it, the skip, or `Err` if matching failed the
     /// request.
-    fn decide(&mut self, hook: &Hook, phase: Phase) -> Result<Option<Skip>, Status> {
-        matching::should_call(hook, self.request, &self.object, &self.namespace).and_then(|skip| match skip {
-            Some(skip) => Ok(Some(skip)),
-            None => conditions::evaluate(
-                hook,
-                self.request,
-                &mut self.object,
-                &mut self.conditions,
-                self.cluster,
-                phase,
-            ),
-        })
+    async fn decide(&mut self, hook: &Hook, phase: Phase) -> Result<Option<Skip>, Status> {
+        if let Some(skip) = matching::should_call(hook, self.request, &self.object, &self.namespace)? {
+            return Ok(Some(skip));
+        }
+        conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions, self.cluster, phase)
+            .await
     }
 
     fn skipped(&mut self, hook: &Hook, phase: Phase, round: u8, skip: &Skip) {

@@ -9,6 +9,7 @@ pub(crate) mod body;
 pub(crate) mod limits;
 pub(crate) mod metrics;
 pub(crate) mod routes;
+pub(crate) mod threads;
 pub(crate) mod tls;
 
 use std::convert::Infallible;
@@ -69,6 +70,25 @@ pub(crate) async fn serve(
     state: Arc<State>,
     kind: Listener,
     limits: limits::ConnectionLimits,
+    shutdown: watch::Receiver<bool>,
+) {
+    let slots = Slots { slots: Arc::new(tokio::sync::Semaphore::new(limits.max)), idle: limits.idle };
+    serve_with(listener, tls, state, kind, slots, shutdown).await;
+}
+
+/// A connection cap shared by the listeners (or threads) holding it, and the idle timeout.
+pub(crate) struct Slots {
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) idle: Duration,
+}
+
+/// [`serve`] within a connection cap that others may share (`threads.rs`).
+pub(crate) async fn serve_with(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    state: Arc<State>,
+    kind: Listener,
+    limits: Slots,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
@@ -76,7 +96,7 @@ pub(crate) async fn serve(
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(HANDSHAKE_TIMEOUT);
     builder.http2().timer(TokioTimer::new()).max_concurrent_streams(limits::MAX_CONCURRENT_STREAMS);
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max));
+    let Slots { slots, idle } = limits;
     loop {
         // A free connection slot first: beyond the cap, connections wait in the backlog.
         let slot = tokio::select! {
@@ -147,7 +167,7 @@ pub(crate) async fn serve(
                 served = served => if let Err(error) = served {
                     tracing::debug!(%peer, %error, "connection ended with an error");
                 },
-                () = activity.idle(limits.idle) => tracing::debug!(%peer, "idle connection closed"),
+                () = activity.idle(idle) => tracing::debug!(%peer, "idle connection closed"),
             }
         });
     }

@@ -74,13 +74,16 @@ impl tower_service::Service<http::Uri> for Counted {
 }
 
 /// A pooled HTTPS client for one client configuration. Cheap to clone.
+///
+/// Each client is kept once per serving thread (and once for the other threads), so that a
+/// review's calls use connections owned by its own thread (`server/threads.rs`).
 #[derive(Clone)]
 pub(crate) struct Client {
     /// HTTP/1.1 only, over a pool of connections: every webhook is called this way first.
-    http: HttpsClient,
+    http: Arc<[HttpsClient]>,
     /// `h2` and `http/1.1` offered by ALPN: for a webhook at a loopback or `localhost` URL
     /// that refused `http/1.1` alone (see [`Client::post`]).
-    loopback: HttpsClient,
+    loopback: Arc<[HttpsClient]>,
     /// The `host:port`s of such webhooks, called with `loopback` from then on.
     http2_only: Arc<Http2Only>,
 }
@@ -174,7 +177,12 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
             .timer(TokioTimer::new());
         builder
     };
-    Ok(Client { http: pooled().build(https), loopback: pooled().build(loopback), http2_only: Arc::default() })
+    let pools = crate::server::threads::pools();
+    Ok(Client {
+        http: (0..pools).map(|_| pooled().build(https.clone())).collect(),
+        loopback: (0..pools).map(|_| pooled().build(loopback.clone())).collect(),
+        http2_only: Arc::default(),
+    })
 }
 
 /// `isLocalHost` of staging/src/k8s.io/apiserver/pkg/util/webhook/client.go: `localhost` (any
@@ -249,6 +257,16 @@ struct HttpReply {
 }
 
 impl Client {
+    /// This thread's HTTP/1.1 pool.
+    fn http(&self) -> &HttpsClient {
+        &self.http[crate::server::threads::lane() % self.http.len()]
+    }
+
+    /// This thread's client for HTTP/2-only loopback webhooks.
+    fn loopback(&self) -> &HttpsClient {
+        &self.loopback[crate::server::threads::lane() % self.loopback.len()]
+    }
+
     /// POSTs `body` to `url?timeout=<query>` and checks the answer as the API server does;
     /// with the answer's HTTP status, if one came.
     /// `deadline` is the effective one (webhook timeout and request deadline combined); the
@@ -330,14 +348,14 @@ impl Client {
             let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
             let local = is_local_host(&uri);
             let http2_only = local && self.http2_only.contains(&authority);
-            let http = if http2_only { &self.loopback } else { &self.http };
+            let http = if http2_only { self.loopback() } else { self.http() };
             let mut sent = tokio::time::timeout_at(deadline, http.request(request()?))
                 .await
                 .map_err(|_| CallError::Timeout { url: current.clone().into_owned() })?;
             if let Err(error) = &sent {
                 if local && !http2_only && error::no_common_protocol(error) {
                     self.http2_only.insert(&authority);
-                    sent = tokio::time::timeout_at(deadline, self.loopback.request(request()?))
+                    sent = tokio::time::timeout_at(deadline, self.loopback().request(request()?))
                         .await
                         .map_err(|_| CallError::Timeout { url: current.clone().into_owned() })?;
                 }

@@ -95,7 +95,7 @@ pub(crate) struct Hook {
 }
 
 /// One compiled `matchConditions` entry.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct MatchCondition {
     pub(crate) name: String,
     /// As written: the API server's evaluation errors quote it.

@@ -40,7 +40,7 @@ impl State {
 
 /// `Ok(None)`: call the webhook; `Ok(Some(skip))`: a condition is false, or evaluation failed
 /// under `failurePolicy: Ignore`; `Err`: it failed under `Fail`, and so does the request.
-pub(crate) fn evaluate(
+pub(crate) async fn evaluate(
     hook: &Hook,
     review: &IncomingReview,
     object: &mut ObjectState<'_>,
@@ -69,16 +69,10 @@ pub(crate) fn evaluate(
         .iter()
         .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
         .collect();
-    let outcome = if uses.authorizer && cluster.is_some() && can_wait() {
-        if let (None, Some(cluster)) = (&state.authorizer, cluster) {
-            state.authorizer = Some(scope(cluster, review));
-        }
-        // Checks block the thread on a SubjectAccessReview: tell the runtime first.
-        let scope = state.authorizer.clone();
-        let variables = &mut state.variables;
-        tokio::task::block_in_place(|| {
-            authorizer::with_scope(scope, || match_conditions::evaluate(&conditions, variables))
-        })
+    let outcome = if let (true, Some(cluster)) = (uses.authorizer, cluster) {
+        let scope = state.authorizer.get_or_insert_with(|| scope(cluster, review)).clone();
+        drop(conditions);
+        with_authorizer(hook, scope, &mut state.variables).await
     } else {
         match_conditions::evaluate(&conditions, &mut state.variables)
     };
@@ -126,11 +120,32 @@ fn record(hook: &Hook, review: &IncomingReview, phase: Phase, outcome: &Outcome,
     .record(took.as_secs_f64());
 }
 
-/// Whether this thread may block for the authorizer: only a multi-threaded runtime's worker
-/// can hand its other tasks over (`block_in_place`).
-fn can_wait() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+/// Evaluates `hook`'s conditions with an authorizer. Its checks block on SubjectAccessReviews,
+/// so they run on a blocking thread: the serving thread goes on with its other reviews
+/// (`server/threads.rs`).
+async fn with_authorizer(hook: &Hook, scope: authorizer::Scope, variables: &mut Variables) -> Outcome {
+    let owned = hook.match_conditions.clone();
+    let mut lent = std::mem::take(variables);
+    let evaluated = tokio::task::spawn_blocking(move || {
+        let conditions: Vec<Condition<'_>> = owned
+            .iter()
+            .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
+            .collect();
+        let outcome =
+            authorizer::with_scope(Some(scope), || match_conditions::evaluate(&conditions, &mut lent));
+        (outcome, lent)
+    })
+    .await;
+    match evaluated {
+        Ok((outcome, lent)) => {
+            *variables = lent;
+            outcome
+        }
+        Err(error) => Outcome::Error {
+            message: format!("evaluating the match conditions failed: {error}"),
+            conditions: Vec::new(),
+        },
+    }
 }
 
 /// The authorizer scope of `review`: SubjectAccessReviews as its user, `requestResource` its

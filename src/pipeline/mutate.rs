@@ -52,11 +52,11 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
                 // Off the critical path: called with the object as it stands here; its patch
                 // reaches no later webhook, and it is never reinvoked.
                 if round == 0 {
-                    shadow::start(review, hook, PHASE, round, mode);
+                    shadow::start(review, hook, PHASE, round, mode).await;
                 }
                 continue;
             }
-            if !review.matches(hook, PHASE, round)? {
+            if !review.matches(hook, PHASE, round).await? {
                 continue;
             }
             if round == 1 && !reinvocation.scheduled.contains(&hook.id) {

@@ -283,7 +283,13 @@ impl ShadowReport {
 /// Starts `hook`'s shadow call at this point of the review: matched as if enforced (a
 /// matching error only makes the shadow result an error), then spawned with the object as it
 /// stands, unless the webhook has no permit left.
-pub(crate) fn start(review: &mut Review<'_>, hook: &Arc<Hook>, phase: Phase, round: u8, mode: ShadowMode) {
+pub(crate) async fn start(
+    review: &mut Review<'_>,
+    hook: &Arc<Hook>,
+    phase: Phase,
+    round: u8,
+    mode: ShadowMode,
+) {
     let uid = &review.request.request.uid;
     let report = |result, detail: String| ShadowReport {
         hook: hook.clone(),
@@ -293,7 +299,7 @@ pub(crate) fn start(review: &mut Review<'_>, hook: &Arc<Hook>, phase: Phase, rou
         paths: Vec::new(),
         detail,
     };
-    match review.decide(hook, phase) {
+    match review.decide(hook, phase).await {
         Ok(None) => {}
         Ok(Some(skip)) => return review.skipped(hook, phase, round, &skip),
         Err(status) => {

@@ -35,13 +35,13 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     for hook in candidates {
         match CallMode::of(hook, review.request) {
             CallMode::Shadow(mode) => shadowed.push((hook, mode)),
-            _ if review.matches(hook, PHASE, 0)? => matched.push(hook),
+            _ if review.matches(hook, PHASE, 0).await? => matched.push(hook),
             _ => {}
         }
     }
     // Matched as if enforced, once the enforced webhooks' matching let the request through.
     for (hook, mode) in shadowed {
-        shadow::start(review, hook, PHASE, 0, mode);
+        shadow::start(review, hook, PHASE, 0, mode).await;
     }
     if matched.is_empty() {
         return Ok(());

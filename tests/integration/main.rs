@@ -32,6 +32,7 @@ mod readiness;
 mod registration;
 mod reload_and_tls;
 mod safe_reload;
+mod threads;
 mod traces;
 mod upstream_tls;
 mod validating;

@@ -101,6 +101,8 @@ async fn connections_beyond_the_cap_wait_and_idle_ones_are_closed() {
         |options| {
             options.max_connections = 2;
             options.idle_timeout = Duration::from_secs(1);
+            // One cap for all the serving threads: a third one would accept a third connection.
+            options.threads = 3;
         },
     )
     .await;

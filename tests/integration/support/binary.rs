@@ -121,6 +121,25 @@ impl Served {
         .unwrap()
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits at most `wait` for the process to exit; its status, if it did.
+    pub fn terminate(&mut self, wait: Duration) -> Option<std::process::ExitStatus> {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).ok()?)?;
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).ok()?;
+        let deadline = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().ok().flatten() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().ok().flatten().is_none()

@@ -242,10 +242,14 @@ async fn serve_admission(
         }
         None => None,
     };
-    let listener = server::bind(options.listen).await?;
-    running.address = listener.local_addr()?;
+    let (address, listeners) = server::threads::bind(options.listen, threads)?;
+    running.address = address;
     let descriptors = server::limits::raise_fd_limit();
-    let max_connections = server::limits::connection_cap(options.max_connections, descriptors);
+    // Each serving thread has its own listening socket and may hold one connection waiting.
+    let max_connections = server::limits::connection_cap(
+        options.max_connections,
+        descriptors.saturating_sub(2 * threads as u64),
+    );
     if max_connections < options.max_connections {
         tracing::warn!(
             max_connections,
@@ -255,7 +259,7 @@ async fn serve_admission(
         );
     }
     let limits = server::limits::ConnectionLimits { max: max_connections, idle: options.idle_timeout };
-    let serving = server::threads::start(threads, listener, tls, state, limits, &stop)?;
+    let serving = server::threads::start(listeners, tls, state, limits, &stop)?;
     running.serving = serving.handles.clone();
     running.servers.push(tokio::spawn(serving.finished()));
     let metrics = state.metrics.clone();

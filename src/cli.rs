@@ -141,7 +141,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
     pub(crate) client_ca: Option<PathBuf>,
     /// Connections the admission listener holds open at once (lowered to fit the open-file
-    /// limit, whose soft value is raised to the hard one); beyond, they wait in the backlog.
+    /// limit, whose soft value is raised to the hard one); beyond, they wait unserved.
     #[arg(long, default_value_t = crate::server::limits::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     pub(crate) max_connections: usize,
     /// Threads serving the admission endpoints, each with its own connections and pools of

@@ -98,14 +98,6 @@ pub(crate) async fn serve_with(
     builder.http2().timer(TokioTimer::new()).max_concurrent_streams(limits::MAX_CONCURRENT_STREAMS);
     let Slots { slots, idle } = limits;
     loop {
-        // A free connection slot first: beyond the cap, connections wait in the backlog.
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-            () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -114,6 +106,17 @@ pub(crate) async fn serve_with(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
+            },
+            () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
+        };
+        // Then a free connection slot: beyond the cap, this connection waits unserved and the
+        // next ones in the backlog. Accepted first, because listeners sharing one cap
+        // (`threads.rs`) each have a backlog of their own: a slot must go to a listener that
+        // has a connection to serve.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
             },
             () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
         };

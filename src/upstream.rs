@@ -34,8 +34,9 @@ pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// How long an idle pooled connection is kept.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-/// Idle connections kept per webhook `host:port` (client-go keeps 25; the calls in flight,
-/// and so the connections open, are bounded by `maxReviewsInFlight`).
+/// Idle connections kept per webhook `host:port`, shared out between the serving threads'
+/// pools (client-go keeps 25; the calls in flight, and so the connections open, are bounded
+/// by `maxReviewsInFlight`).
 const POOL_MAX_IDLE_PER_HOST: usize = 256;
 /// Loopback webhooks remembered as speaking only HTTP/2 (beyond, each call tries HTTP/1.1 first).
 const MAX_HTTP2_ONLY: usize = 1024;
@@ -168,16 +169,18 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         .https_only()
         .enable_all_versions()
         .wrap_connector(http);
+    let pools = crate::server::threads::pools();
+    // Lane 0 (any other thread) is rarely used: the serving threads share the budget.
+    let idle_per_pool = POOL_MAX_IDLE_PER_HOST.div_ceil((pools - 1).max(1));
     let pooled = || {
         let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
         builder
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+            .pool_max_idle_per_host(idle_per_pool)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new());
         builder
     };
-    let pools = crate::server::threads::pools();
     Ok(Client {
         http: (0..pools).map(|_| pooled().build(https.clone())).collect(),
         loopback: (0..pools).map(|_| pooled().build(loopback.clone())).collect(),

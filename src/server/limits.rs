@@ -1,8 +1,8 @@
 //! What the admission listener may hold at once, so a flood or a stuck webhook cannot take
 //! the process down with it:
 //! - connections: at most `--max-connections` (never above the open-file limit, whose soft
-//!   value is raised to the hard one at start); beyond it new connections wait in the
-//!   kernel's backlog;
+//!   value is raised to the hard one at start); beyond it new connections wait unserved,
+//!   one accepted per listener, the others in the kernel's backlog;
 //! - idle connections: closed after [`IDLE_TIMEOUT`] without a byte either way and with no
 //!   request in flight (HTTP/1 keep-alive and HTTP/2 alike; hyper's own timers only cover a
 //!   request head once its first byte arrived);

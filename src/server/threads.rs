@@ -5,13 +5,20 @@
 //! between threads, where the work-stealing runtime woke another thread for about every
 //! second step of a review (`loadtest/README.md`, "Profile hints").
 //!
-//! The threads share one listening socket (each registers its own duplicate of it), the
+//! Each thread has a listening socket of its own on the same address (`SO_REUSEPORT`): the
+//! kernel spreads new connections over them by their addresses, where threads sharing one
+//! socket left the first to wake with most of a burst of connections (one core busy, the other
+//! mostly idle). The address is first bound once without the option, so that one already in
+//! use — by another process, even one of ours — is still refused. The threads share the
 //! connection cap and everything in `State`. The price: one connection's reviews never spread
 //! over two cores — what an HTTP/2 client, which sends everything over one connection, would
 //! notice; the API server calls a webhook over a pool of HTTP/1.1 connections.
 
 use std::cell::Cell;
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
+
+use socket2::{Domain, Protocol, Socket, Type};
 
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch, Semaphore};
@@ -22,6 +29,9 @@ thread_local! {
     /// This thread's place among the serving threads: 1..=n, or 0 on any other thread.
     static LANE: Cell<usize> = const { Cell::new(0) };
 }
+
+/// Connections waiting to be accepted, per socket (tokio's own default).
+const LISTEN_BACKLOG: i32 = 1024;
 
 /// How many serving threads the process runs (set once, before the configuration is first
 /// compiled, so every upstream client has a pool for each).
@@ -51,6 +61,31 @@ pub(crate) fn plan(threads: usize) -> usize {
     threads
 }
 
+/// The listening sockets of `threads` serving threads, all on `address` (its port chosen once
+/// when 0), and that address.
+pub(crate) fn bind(
+    address: SocketAddr,
+    threads: usize,
+) -> std::io::Result<(SocketAddr, Vec<std::net::TcpListener>)> {
+    let refused =
+        |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot listen on {address}: {e}"));
+    // Without SO_REUSEPORT first: an address in use is an error, as for any server.
+    let probe = std::net::TcpListener::bind(address).map_err(refused)?;
+    let address = probe.local_addr()?;
+    drop(probe);
+    let mut listeners = Vec::with_capacity(threads);
+    for _ in 0..threads.max(1) {
+        let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&address.into()).map_err(refused)?;
+        socket.listen(LISTEN_BACKLOG)?;
+        listeners.push(socket.into());
+    }
+    Ok((address, listeners))
+}
+
 /// The running serving threads.
 pub(crate) struct ServingThreads {
     /// To wake each thread's runtime (`crate::alloc::watch`).
@@ -67,26 +102,24 @@ impl ServingThreads {
     }
 }
 
-/// Starts `threads` serving threads on `listener`, within one connection cap, until `shutdown`.
+/// Starts a serving thread on each of `listeners` ([`bind`]), within one connection cap,
+/// until `shutdown`.
 pub(crate) fn start(
-    threads: usize,
-    listener: TcpListener,
+    listeners: Vec<std::net::TcpListener>,
     tls: Option<Arc<rustls::ServerConfig>>,
     state: &Arc<State>,
     connection_limits: limits::ConnectionLimits,
     shutdown: &watch::Receiver<bool>,
 ) -> std::io::Result<ServingThreads> {
-    let threads = threads.max(1);
-    let listener = listener.into_std()?;
     let slots = Arc::new(Semaphore::new(connection_limits.max));
-    let (mut handles, mut finished) = (Vec::with_capacity(threads), Vec::with_capacity(threads));
-    for index in 1..=threads {
+    let (mut handles, mut finished) =
+        (Vec::with_capacity(listeners.len()), Vec::with_capacity(listeners.len()));
+    for (listener, index) in listeners.into_iter().zip(1..) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .on_thread_park(crate::alloc::on_park)
             .build()?;
         handles.push(runtime.handle().clone());
-        let listener = listener.try_clone()?;
         let (tls, state, slots, shutdown) = (tls.clone(), state.clone(), slots.clone(), shutdown.clone());
         let (done, finished_rx) = oneshot::channel();
         finished.push(finished_rx);

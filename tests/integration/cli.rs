@@ -150,18 +150,11 @@ async fn review_prints_the_trace_and_the_response() {
 async fn serve_answers_a_review_over_plain_http() {
     let deny = MockWebhook::denying("served by the binary").spawn().await;
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        write_fleet(dir.path(), &Fleet::of([validating("fleet", [webhook("deny.example.com", &deny)])]));
-    let server = Served::start(&[
-        "serve",
-        "--config",
-        &config,
-        "--insecure-http",
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-listen",
-        "127.0.0.1:0",
-    ]);
+    let server = Served::serve(
+        dir.path(),
+        &Fleet::of([validating("fleet", [webhook("deny.example.com", &deny)])]),
+        &[],
+    );
 
     let address =
         server.logged("serving", "address").await.expect("a \"serving\" line with address= within 10 s");

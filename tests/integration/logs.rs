@@ -13,18 +13,9 @@ use crate::support::fixtures::{self, POD_CREATE, SECRET_CREATE};
 use crate::support::gateway::send;
 use crate::support::{http_client, mutating, validating, webhook, Fleet, MockWebhook};
 
-/// The binary serving `fleet` over plain HTTP (its JSON log not yet read).
-fn start(dir: &std::path::Path, fleet: &Fleet, extra: &[&str]) -> Served {
-    let config = write(dir, "fleet.yaml", &fleet.yaml());
-    let mut args = vec!["serve", "--config", &config, "--insecure-http", "--listen", "127.0.0.1:0"];
-    args.extend(["--metrics-listen", "127.0.0.1:0"]);
-    args.extend(extra);
-    Served::start(&args)
-}
-
 /// The binary serving `fleet` over plain HTTP, and its address (from its JSON log).
 async fn serve(dir: &std::path::Path, fleet: &Fleet, extra: &[&str]) -> (Served, String) {
-    let served = start(dir, fleet, extra);
+    let served = Served::serve(dir, fleet, extra);
     let address = served.logged("serving", "address").await.expect("serving within 10 s");
     (served, address)
 }
@@ -171,7 +162,7 @@ async fn text_format_and_level_are_flags() {
     drop(served);
 
     // Text: key=value lines for people, the same review line.
-    let served = start(dir.path(), &fleet, &["--log-format", "text"]);
+    let served = Served::serve(dir.path(), &fleet, &["--log-format", "text"]);
     let started = served.drain_lines(Duration::from_secs(3)).await;
     let serving =
         started.iter().find(|line| line.contains(" serving ")).unwrap_or_else(|| panic!("{started:#?}"));

@@ -28,21 +28,7 @@ async fn each_of_the_threads_asked_for_serves_and_a_review_on_any_connection_is_
     let allow = MockWebhook::allowing().spawn().await;
     let dir = tempfile::tempdir().unwrap();
     let fleet = Fleet::of([validating("v", [webhook("allow.threads.example.com", &allow)])]);
-    let config = write(dir.path(), "fleet.yaml", &fleet.yaml());
-    let mut served = Served::start(&[
-        "serve",
-        "--config",
-        &config,
-        "--insecure-http",
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-listen",
-        "127.0.0.1:0",
-        "--threads",
-        "3",
-        "--drain-delay",
-        "0s",
-    ]);
+    let mut served = Served::serve(dir.path(), &fleet, &["--threads", "3", "--drain-delay", "0s"]);
     let serving = served
         .next_line(|line| (line["fields"]["message"] == "serving").then_some(()))
         .await
@@ -67,6 +53,23 @@ async fn each_of_the_threads_asked_for_serves_and_a_review_on_any_connection_is_
         assert!(body.contains("\"allowed\":true"), "{body}");
     }
     assert_eq!(allow.calls(), 12);
+
+    // Its address is in use for another process, SO_REUSEPORT notwithstanding.
+    let config = dir.path().join("fleet.yaml").display().to_string();
+    let mut second = Served::start(&[
+        "serve",
+        "--config",
+        &config,
+        "--insecure-http",
+        "--listen",
+        &address,
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
+    let said = second.drain_lines(Duration::from_secs(3)).await;
+    assert!(!second.is_running(), "a second process serves the same address: {said:#?}");
+    let refusal = format!("cannot listen on {address}: Address already in use");
+    assert!(said.iter().any(|line| line.contains(&refusal)), "{said:#?}");
 
     // SIGTERM: every thread drains and stops, and the process exits cleanly.
     let status =

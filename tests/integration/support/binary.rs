@@ -64,6 +64,16 @@ impl Served {
         Self { child, lines: Arc::new(Mutex::new(lines)) }
     }
 
+    /// `serve` of `fleet` over plain HTTP on loopback ports it picks, with `extra` arguments;
+    /// its configuration written to `dir`.
+    pub fn serve(dir: &std::path::Path, fleet: &crate::support::Fleet, extra: &[&str]) -> Self {
+        let config = write(dir, "fleet.yaml", &fleet.yaml());
+        let mut args = vec!["serve", "--config", &config, "--insecure-http", "--listen", "127.0.0.1:0"];
+        args.extend(["--metrics-listen", "127.0.0.1:0"]);
+        args.extend(extra);
+        Self::start(&args)
+    }
+
     /// The value of `field` on the next JSON log line whose message contains `marker`,
     /// waiting at most 10 s.
     pub async fn logged(&self, marker: &'static str, field: &'static str) -> Option<String> {

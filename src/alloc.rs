@@ -5,7 +5,8 @@
 //! parks after a burst would keep the burst's memory until the next one: with 2,000 reviews in
 //! flight the process grew from 25 to about 170 MiB and stayed there (`loadtest/README.md`,
 //! inflight-2000). So once no review has been admitted for a second ([`note_review`],
-//! [`watch`]), every worker is woken and, as it parks again ([`on_park`]), has its heap
+//! [`watch`]), every runtime thread (the serving threads of `server/threads.rs` and the control
+//! runtime's workers) is woken and, as it parks again ([`on_park`]), has its heap
 //! collected and the free memory purged. Twice, a second apart, for the blocks other threads
 //! freed into a heap after it was collected; and once more 95 s after, when the upstream
 //! connections the burst left idle in the pools have been closed. Under load nothing is done

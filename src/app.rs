@@ -34,7 +34,8 @@ pub struct ServeOptions {
     /// no client authentication.
     pub client_ca: Option<PathBuf>,
     /// Connections the admission listener holds open at once (lowered to fit the open-file
-    /// limit); beyond, new ones wait in the listen backlog.
+    /// limit); beyond, new ones wait unserved (one accepted per serving thread, the others in
+    /// the listen backlog).
     pub max_connections: usize,
     /// Threads serving the admission listener (`server/threads.rs`).
     pub threads: usize,
@@ -88,16 +89,16 @@ impl Running {
     /// `Connection: close`, while the listener goes on accepting for `delay` (time for the
     /// endpoints to drop this replica and the API server to stop sending here); then
     /// [`shutdown`](Self::shutdown).
-    /// The runtimes of the admission listener's threads.
-    pub fn serving_runtimes(&self) -> &[tokio::runtime::Handle] {
-        &self.serving
-    }
-
     pub async fn drain(self, delay: std::time::Duration) {
         self.state.draining.store(true, Ordering::SeqCst);
         tracing::info!(delay_ms = delay.as_millis() as u64, "draining: not ready, still serving");
         tokio::time::sleep(delay).await;
         self.shutdown().await;
+    }
+
+    /// The runtimes of the admission listener's threads.
+    pub fn serving_runtimes(&self) -> &[tokio::runtime::Handle] {
+        &self.serving
     }
 
     /// Stops accepting, drains in-flight reviews, stops the background tasks, then sends the

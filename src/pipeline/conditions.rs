@@ -13,7 +13,7 @@ use super::matching::Skip;
 use super::object::ObjectState;
 use super::verdict;
 use crate::cluster::Cluster;
-use crate::config::compile::{FailurePolicy, Hook};
+use crate::config::compile::{FailurePolicy, Hook, MatchCondition};
 use crate::explain::Phase;
 use crate::match_conditions::authorizer;
 use crate::match_conditions::{self, json_value, request_value, Condition, Outcome, Variables};
@@ -64,17 +64,11 @@ pub(crate) async fn evaluate(
     if uses.request && state.variables.request.is_none() {
         state.variables.request = Some(request_value(&request(review)));
     }
-    let conditions: Vec<Condition<'_>> = hook
-        .match_conditions
-        .iter()
-        .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
-        .collect();
     let outcome = if let (true, Some(cluster)) = (uses.authorizer, cluster) {
         let scope = state.authorizer.get_or_insert_with(|| scope(cluster, review)).clone();
-        drop(conditions);
         with_authorizer(hook, scope, &mut state.variables).await
     } else {
-        match_conditions::evaluate(&conditions, &mut state.variables)
+        match_conditions::evaluate(&conditions_of(&hook.match_conditions), &mut state.variables)
     };
     record(hook, review, phase, &outcome, started.elapsed());
     match outcome {
@@ -120,19 +114,26 @@ fn record(hook: &Hook, review: &IncomingReview, phase: Phase, outcome: &Outcome,
     .record(took.as_secs_f64());
 }
 
+/// The conditions as the evaluator takes them.
+fn conditions_of(compiled: &[MatchCondition]) -> Vec<Condition<'_>> {
+    compiled
+        .iter()
+        .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
+        .collect()
+}
+
 /// Evaluates `hook`'s conditions with an authorizer. Its checks block on SubjectAccessReviews,
 /// so they run on a blocking thread: the serving thread goes on with its other reviews
-/// (`server/threads.rs`).
+/// (`server/threads.rs`). A panic in the CEL library is already an evaluation error
+/// (`match_conditions/runtime.rs`); a blocking task that ends otherwise (cancelled at shutdown)
+/// is one too.
 async fn with_authorizer(hook: &Hook, scope: authorizer::Scope, variables: &mut Variables) -> Outcome {
     let owned = hook.match_conditions.clone();
     let mut lent = std::mem::take(variables);
     let evaluated = tokio::task::spawn_blocking(move || {
-        let conditions: Vec<Condition<'_>> = owned
-            .iter()
-            .map(|c| Condition { name: &c.name, expression: &c.expression, program: &c.program })
-            .collect();
-        let outcome =
-            authorizer::with_scope(Some(scope), || match_conditions::evaluate(&conditions, &mut lent));
+        let outcome = authorizer::with_scope(Some(scope), || {
+            match_conditions::evaluate(&conditions_of(&owned), &mut lent)
+        });
         (outcome, lent)
     })
     .await;
@@ -141,8 +142,8 @@ async fn with_authorizer(hook: &Hook, scope: authorizer::Scope, variables: &mut 
             *variables = lent;
             outcome
         }
-        Err(error) => Outcome::Error {
-            message: format!("evaluating the match conditions failed: {error}"),
+        Err(_) => Outcome::Error {
+            message: "internal error: the evaluation of the match conditions did not finish".to_owned(),
             conditions: Vec::new(),
         },
     }
@@ -219,6 +220,50 @@ fn to_json<T: serde::Serialize>(value: &T) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Allows every check, counting them.
+    #[derive(Default)]
+    struct Checks(std::sync::atomic::AtomicUsize);
+
+    impl authorizer::Authorizer for Checks {
+        fn authorize(&self, _: &authorizer::Check) -> authorizer::Decision {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            authorizer::Decision { allowed: true, ..Default::default() }
+        }
+    }
+
+    /// On a single-threaded runtime, as a serving thread's (where `block_in_place` panics), the
+    /// authorizer is asked and the review's variables come back for the next webhook.
+    #[tokio::test(flavor = "current_thread")]
+    async fn authorizer_conditions_run_off_a_serving_thread_and_lend_the_variables_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fleet.yaml");
+        std::fs::write(
+            &path,
+            r#"{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+              "metadata": {"name": "authz"}, "webhooks": [{"name": "authz.example.com",
+              "clientConfig": {"url": "https://127.0.0.1:1/"}, "admissionReviewVersions": ["v1"],
+              "sideEffects": "None",
+              "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}],
+              "matchConditions": [{"name": "may-delete",
+                "expression": "authorizer.group('').resource('pods').check('delete').allowed() && request.name == 'web'"}]}]}"#,
+        )
+        .unwrap();
+        let snapshot =
+            crate::config::compile::load(&[path], &crate::upstream::Clients::default(), 1).unwrap();
+        let checks = std::sync::Arc::new(Checks::default());
+        let scope = authorizer::Scope {
+            authorizer: checks.clone(),
+            request_resource: authorizer::ResourceTarget::default(),
+        };
+        let mut variables =
+            Variables { request: Some(request_value(&json!({"name": "web"}))), ..Variables::default() };
+
+        let outcome = with_authorizer(&snapshot.validating[0], scope, &mut variables).await;
+        assert_eq!(outcome, Outcome::Match);
+        assert_eq!(checks.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(variables.request.is_some(), "the variables are lent back");
+    }
 
     #[test]
     fn the_request_variable_is_the_admission_request_as_cel_sees_it() {

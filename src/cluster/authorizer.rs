@@ -3,9 +3,9 @@
 //! (or the service account the expression names), asked once per review and remembered for
 //! the rest of it.
 //!
-//! CEL evaluation is synchronous; a check blocks its thread for the round trip (the pipeline
-//! evaluates such conditions inside `tokio::task::block_in_place`), bounded by
-//! [`CHECK_TIMEOUT`].
+//! CEL evaluation is synchronous; a check blocks its thread for the round trip, bounded by
+//! [`CHECK_TIMEOUT`]: the pipeline evaluates such conditions on a blocking thread
+//! (`pipeline/conditions.rs`), and the request is driven on the runtime the client lives on.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

@@ -12,7 +12,7 @@
 mod json;
 mod writer;
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::OnceLock;
 
 use clap::ValueEnum;
@@ -77,13 +77,17 @@ impl fmt::Display for Untrusted<'_> {
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        for c in text[..end].chars() {
+        // Written in runs between the characters to escape: this runs for every review.
+        let kept = &text[..end];
+        let mut plain = 0;
+        for (at, c) in kept.char_indices() {
             if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
+                f.write_str(&kept[plain..at])?;
                 write!(f, "{}", c.escape_default())?;
-            } else {
-                f.write_char(c)?;
+                plain = at + c.len_utf8();
             }
         }
+        f.write_str(&kept[plain..])?;
         if end < text.len() {
             write!(f, "…(+{} bytes)", text.len() - end)?;
         }
@@ -107,6 +111,7 @@ mod tests {
         assert!(shown.len() < UNTRUSTED_MAX_BYTES + 32, "{} bytes", shown.len());
         assert!(shown.ends_with(&format!("…(+{} bytes)", huge.len() - UNTRUSTED_MAX_BYTES)), "{shown}");
 
+        assert_eq!(Untrusted("é\u{2028}ü\u{85}z\u{2029}").to_string(), "é\\u{2028}ü\\u{85}z\\u{2029}");
         assert_eq!(Untrusted("kube-system").to_string(), "kube-system");
         assert_eq!(Untrusted("").to_string(), "");
     }

@@ -135,6 +135,53 @@ async fn webhook_calls_are_counted_under_the_api_servers_names_and_labels() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_webhooks_calls_that_end_differently_are_counted_apart() {
+    // Allows, denies, allows, denies: one serving thread, so its cached series handles
+    // (src/server/metrics/webhooks.rs) must tell the calls apart.
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flip = MockWebhook::answering(move |review| {
+        if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst).is_multiple_of(2) {
+            reply::allow(review)
+        } else {
+            reply::deny(review, "every other one")
+        }
+    })
+    .spawn()
+    .await;
+    let name = "flip.metrics.example.com";
+    let gateway = TestGateway::start_with(Fleet::of([validating("v", [webhook(name, &flip)])]), |options| {
+        options.threads = 1
+    })
+    .await;
+    for expected in [true, false, true, false] {
+        assert_eq!(gateway.validate(&fixtures::review(POD_CREATE)).await.allowed(), expected);
+    }
+    let text = scrape(&gateway).await;
+    let requests = |code: &str, rejected: &str| {
+        total(
+            &text,
+            "apiserver_admission_webhook_request_total",
+            &[
+                ("name", name),
+                ("type", "validating"),
+                ("operation", "CREATE"),
+                ("code", code),
+                ("rejected", rejected),
+            ],
+        )
+    };
+    assert_eq!((requests("200", "false"), requests("400", "true")), (2.0, 2.0));
+    let gateway_view = |outcome: &str| {
+        total(
+            &text,
+            "admission_gateway_webhook_duration_seconds_count",
+            &[("webhook", name), ("type", "validating"), ("outcome", outcome)],
+        )
+    };
+    assert_eq!((gateway_view("allowed"), gateway_view("denied")), (2.0, 2.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn match_condition_exclusions_errors_and_time_are_counted() {
     let mock = MockWebhook::allowing().spawn().await;
     let gateway = TestGateway::start(Fleet::of([

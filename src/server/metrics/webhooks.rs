@@ -7,6 +7,8 @@
 //! metrics (pipeline/conditions.rs) go through the same recorder. Labels are bounded: webhook
 //! names, fixed words, codes; never a namespace, object name, uid, user or error text.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -155,9 +157,9 @@ fn webhook_type(phase: Phase) -> &'static str {
 pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Duration) -> Duration {
     let (mut sequential, mut concurrent) = (Duration::ZERO, Duration::ZERO);
     for call in &outcome.calls {
-        let name = call.hook.name.clone();
+        let name = &call.hook.name;
         let kind = webhook_type(call.phase);
-        let rejected = if call.rejected() { "true" } else { "false" };
+        let rejected = call.rejected();
         // The API server observes every call attempt, those refused before sending included
         // (latency ~0): a dry run refused for side effects is its internal-error path, code 0.
         let (code, error_type) = match call.outcome {
@@ -167,44 +169,134 @@ pub(crate) fn record(outcome: &Outcome, operation: &'static str, elapsed: Durati
             CallOutcome::Error { .. } => (call.code(), "calling_webhook_error"),
             CallOutcome::Allowed { .. } | CallOutcome::Denied { .. } => (call.code(), "no_error"),
         };
-        let code = code.to_string();
-        metrics::histogram!("apiserver_admission_webhook_admission_duration_seconds",
-            "name" => name.clone(), "type" => kind, "operation" => operation, "rejected" => rejected)
-        .record(call.latency.as_secs_f64());
-        metrics::counter!("apiserver_admission_webhook_request_total",
-            "name" => name.clone(), "type" => kind, "operation" => operation,
-            "code" => code.clone(), "rejected" => rejected)
-        .increment(1);
+        let result = call.sent.then_some(match call.outcome {
+            CallOutcome::Allowed { .. } => "allowed",
+            CallOutcome::Denied { .. } => "denied",
+            CallOutcome::Error { .. } | CallOutcome::DryRunRefused => "error",
+        });
+        let series = CallSeries { kind, operation, rejected, code, result };
+        with_call_handles(name, series, |handles| {
+            handles.duration.record(call.latency.as_secs_f64());
+            handles.requests.increment(1);
+            if let Some(gateway) = &handles.gateway {
+                gateway.record(call.latency.as_secs_f64());
+            }
+        });
         if call.sent {
             match call.phase {
                 Phase::Mutating => sequential += call.latency,
                 Phase::Validating => concurrent = concurrent.max(call.latency),
             }
-            let result = match call.outcome {
-                CallOutcome::Allowed { .. } => "allowed",
-                CallOutcome::Denied { .. } => "denied",
-                CallOutcome::Error { .. } | CallOutcome::DryRunRefused => "error",
-            };
-            metrics::histogram!("admission_gateway_webhook_duration_seconds",
-                "webhook" => name.clone(), "type" => kind, "outcome" => result)
-            .record(call.latency.as_secs_f64());
         }
-        if call.rejected() {
+        if rejected {
             metrics::counter!("apiserver_admission_webhook_rejection_count",
                 "name" => name.clone(), "type" => kind, "operation" => operation,
-                "error_type" => error_type, "rejection_code" => code)
+                "error_type" => error_type, "rejection_code" => code.to_string())
             .increment(1);
         }
         if matches!(call.outcome, CallOutcome::Error { failed_open: true, .. }) {
-            metrics::counter!("apiserver_admission_webhook_fail_open_count", "name" => name, "type" => kind)
+            metrics::counter!("apiserver_admission_webhook_fail_open_count", "name" => name.clone(), "type" => kind)
                 .increment(1);
         }
     }
     // The gateway's own share: the whole review less the time spent waiting for webhooks (the
     // mutating chain's calls one after another, the validating ones side by side).
     let in_gateway = elapsed.saturating_sub(sequential + concurrent);
-    metrics::histogram!("admission_gateway_review_gateway_seconds").record(in_gateway.as_secs_f64());
+    GATEWAY_SECONDS.with(|histogram| histogram.record(in_gateway.as_secs_f64()));
     in_gateway
+}
+
+/// The labels, besides the webhook's name, of the series one call is counted in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CallSeries {
+    kind: &'static str,
+    operation: &'static str,
+    rejected: bool,
+    code: u16,
+    /// `outcome` of the gateway's own latency histogram; `None`: not sent, not observed there.
+    result: Option<&'static str>,
+}
+
+/// The handles of one [`CallSeries`].
+struct CallHandles {
+    duration: metrics::Histogram,
+    requests: metrics::Counter,
+    gateway: Option<metrics::Histogram>,
+}
+
+impl CallHandles {
+    fn register(name: &str, series: CallSeries) -> Self {
+        let CallSeries { kind, operation, rejected, code, result } = series;
+        let rejected = if rejected { "true" } else { "false" };
+        CallHandles {
+            duration: metrics::histogram!("apiserver_admission_webhook_admission_duration_seconds",
+                "name" => name.to_owned(), "type" => kind, "operation" => operation, "rejected" => rejected),
+            requests: metrics::counter!("apiserver_admission_webhook_request_total",
+                "name" => name.to_owned(), "type" => kind, "operation" => operation,
+                "code" => code.to_string(), "rejected" => rejected),
+            gateway: result.map(|result| {
+                metrics::histogram!("admission_gateway_webhook_duration_seconds",
+                    "webhook" => name.to_owned(), "type" => kind, "outcome" => result)
+            }),
+        }
+    }
+}
+
+/// Webhook names a serving thread keeps handles for before it starts afresh (a fleet renamed
+/// by reloads many times over).
+const CACHED_WEBHOOKS: usize = 4096;
+
+thread_local! {
+    /// The handles of the series this thread has counted calls in, by webhook name. Asking
+    /// the recorder builds a key (its labels allocated) and looks it up in a shared map on
+    /// every call; the handles stay valid, as the recorder never forgets a series.
+    static CALL_HANDLES: RefCell<HashMap<String, Vec<(CallSeries, CallHandles)>>> =
+        RefCell::new(HashMap::new());
+    static GATEWAY_SECONDS: metrics::Histogram = {
+        handle();
+        metrics::histogram!("admission_gateway_review_gateway_seconds")
+    };
+}
+
+/// `admission_gateway_webhook_in_flight{webhook}`, from this thread's handles.
+pub(crate) fn in_flight(name: &str) -> metrics::Gauge {
+    thread_local! {
+        static GAUGES: RefCell<HashMap<String, metrics::Gauge>> = RefCell::new(HashMap::new());
+    }
+    GAUGES.with_borrow_mut(|gauges| {
+        if let Some(gauge) = gauges.get(name) {
+            return gauge.clone();
+        }
+        if gauges.len() >= CACHED_WEBHOOKS {
+            gauges.clear();
+        }
+        handle();
+        let gauge = metrics::gauge!("admission_gateway_webhook_in_flight", "webhook" => name.to_owned());
+        gauges.insert(name.to_owned(), gauge.clone());
+        gauge
+    })
+}
+
+fn with_call_handles(name: &str, series: CallSeries, count: impl FnOnce(&CallHandles)) {
+    CALL_HANDLES.with_borrow_mut(|cache| {
+        if !cache.contains_key(name) {
+            if cache.len() >= CACHED_WEBHOOKS {
+                cache.clear();
+            }
+            // Installs the recorder first: a handle taken before would count nowhere.
+            handle();
+            cache.insert(name.to_owned(), Vec::new());
+        }
+        let Some(known) = cache.get_mut(name) else { return };
+        let at = match known.iter().position(|(s, _)| *s == series) {
+            Some(at) => at,
+            None => {
+                known.push((series, CallHandles::register(name, series)));
+                known.len() - 1
+            }
+        };
+        count(&known[at].1);
+    });
 }
 
 /// Counts a review whose caller went away before the answer: hyper drops the request's

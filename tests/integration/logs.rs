@@ -70,6 +70,10 @@ async fn each_review_is_one_json_line_with_its_decision_and_webhooks() {
     assert_eq!(fields["allowed"], true);
     assert_eq!(fields["mutated"], true);
     assert!(fields["total_ms"].as_f64().unwrap() >= fields["gateway_ms"].as_f64().unwrap());
+    for field in ["total_ms", "gateway_ms"] {
+        let shown = fields[field].to_string();
+        assert!(shown.split('.').nth(1).is_none_or(|decimals| decimals.len() <= 3), "{field}: {shown}");
+    }
     let webhooks = fields["webhooks"].as_str().unwrap();
     assert!(webhooks.starts_with("mutating/label.logs.example.com#0 allowed mutated 200 "), "{webhooks}");
 

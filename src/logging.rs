@@ -10,7 +10,10 @@
 //! bodies never reach a log line at all (Secrets pass through admission).
 
 mod json;
+mod review;
 mod writer;
+
+pub(crate) use review::ReviewLog;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -50,7 +53,11 @@ pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let installed = match format {
         LogFormat::Json => builder.fmt_fields(json::JsonMembers).event_format(json::JsonLines).try_init(),
-        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init(),
+        LogFormat::Text => {
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let format = tracing_subscriber::fmt::format().with_ansi(ansi);
+            builder.with_ansi(ansi).event_format(review::TextLines(format)).try_init()
+        }
     };
     installed.map_err(|error| format!("cannot set up logging: {error}"))?;
     Ok(LogGuard(guard))

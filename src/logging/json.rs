@@ -1,6 +1,6 @@
 //! The JSON line format, written straight into the line buffer: `timestamp`, `level`, `fields`
-//! (with `message`), `target`, and `span` (the current span's fields and `name`), the layout
-//! of `tracing_subscriber`'s own JSON format.
+//! (with `message`), `target`, and `span` (the review's, `review.rs`, or else the current
+//! span's fields and `name`), the layout of `tracing_subscriber`'s own JSON format.
 //!
 //! Its own because every review writes a line: `tracing_subscriber`'s JSON format builds each
 //! field as a `String`, serializes them through serde, and re-parses the span's fields on
@@ -43,7 +43,12 @@ where
         members.result?;
         writer.write_str("},\"target\":")?;
         string(&mut writer, metadata.target())?;
-        if let Some(span) = ctx.lookup_current() {
+        if let Some(written) = super::review::current(|review| {
+            writer.write_char(',')?;
+            review.write_json(&mut writer)
+        }) {
+            written?;
+        } else if let Some(span) = ctx.lookup_current() {
             writer.write_str(",\"span\":{")?;
             let extensions = span.extensions();
             if let Some(fields) = extensions.get::<FormattedFields<N>>().filter(|f| !f.fields.is_empty()) {
@@ -145,7 +150,7 @@ impl<W: fmt::Write + ?Sized> Visit for Members<'_, W> {
 }
 
 /// `text` as a JSON string.
-fn string<W: fmt::Write + ?Sized>(writer: &mut W, text: &str) -> fmt::Result {
+pub(super) fn string<W: fmt::Write + ?Sized>(writer: &mut W, text: &str) -> fmt::Result {
     writer.write_char('"')?;
     Escaped(writer).write_str(text)?;
     writer.write_char('"')

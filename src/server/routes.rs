@@ -9,13 +9,12 @@ use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::time::Instant;
-use tracing::Instrument as _;
 
 use super::body::{self, ReadError, MAX_REVIEW_BYTES};
 use super::metrics::webhooks;
 use super::{ExplainedReview, State};
 use crate::explain::Explanation;
-use crate::logging::Untrusted;
+use crate::logging::{ReviewLog, Untrusted};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::{self, Stage};
 use crate::review::{decode, encode};
@@ -128,12 +127,8 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let budget = Budget::new(received, timeout, &snapshot.settings);
     let request = &review.request;
     let resource = review.resource();
-    let log_span = tracing::info_span!(
-        "admission_review",
-        uid = %Untrusted(&request.uid),
-        stage = stage.as_str(),
-        generation = snapshot.generation,
-    );
+    // Lines written while the review is judged carry its uid (`logging/review.rs`).
+    let review_log = ReviewLog::new(&request.uid, stage.as_str(), snapshot.generation);
     if let Some(span) = &mut span {
         span.request(&review);
     }
@@ -141,18 +136,18 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
     // Shadow calls still running go on by themselves (`pipeline/shadow.rs`).
-    let (outcome, _) = pipeline::review(
-        &snapshot,
-        state.cluster.get().map(|c| &**c),
-        &review,
-        stage,
-        budget,
-        explanation,
-        &state.shadows,
-        trace,
-    )
-    .instrument(log_span.clone())
-    .await;
+    let (outcome, _) = review_log
+        .scope(pipeline::review(
+            &snapshot,
+            state.cluster.get().map(|c| &**c),
+            &review,
+            stage,
+            budget,
+            explanation,
+            &state.shadows,
+            trace,
+        ))
+        .await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
     if let Some(span) = span {

@@ -141,7 +141,14 @@ async fn hostile_request_values_cannot_forge_or_flood_log_lines() {
 async fn text_format_and_level_are_flags() {
     let allow = MockWebhook::allowing().spawn().await;
     let dir = tempfile::tempdir().unwrap();
-    let fleet = Fleet::of([validating("fleet", [webhook("allow.text.logs.example.com", &allow)])]);
+    let (dead, _) = crate::support::closed_port_url();
+    let fleet = Fleet::of([validating(
+        "fleet",
+        [
+            webhook("allow.text.logs.example.com", &allow),
+            crate::support::webhook_at("dead.text.logs.example.com", &dead).ignore(),
+        ],
+    )]);
     let config = write(dir.path(), "fleet.yaml", &fleet.yaml());
 
     // A bad level is a usage error naming the flag (RUST_LOG unset: it would win).
@@ -180,6 +187,11 @@ async fn text_format_and_level_are_flags() {
         line.contains(&format!("uid={}", fixtures::uid(POD_CREATE))) && line.contains("allowed=true"),
         "{line}"
     );
+    // A line written while the review was judged ends with the review.
+    let failed =
+        lines.iter().find(|line| line.contains("webhook call ")).unwrap_or_else(|| panic!("{lines:#?}"));
+    let review = format!("admission_review{{uid={} stage=validate generation=", fixtures::uid(POD_CREATE));
+    assert!(failed.contains(" WARN ") && failed.contains(&review) && failed.ends_with('}'), "{failed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,5 +210,15 @@ async fn an_ejected_webhook_logs_its_ejection_once_not_every_review() {
     let warnings: Vec<&String> = lines.iter().filter(|line| line.contains("\"level\":\"WARN\"")).collect();
     assert_eq!(warnings.len(), 3, "two failed calls and one ejection: {warnings:#?}");
     assert_eq!(warnings.iter().filter(|line| line.contains("webhook ejected")).count(), 1, "{warnings:#?}");
+    // Written while a review was judged: each says which review (README, "Logs").
+    for line in &warnings {
+        let line: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["span"]["uid"], json!(fixtures::uid(POD_CREATE)), "{line}");
+        assert_eq!(
+            (&line["span"]["stage"], &line["span"]["name"]),
+            (&json!("validate"), &json!("admission_review"))
+        );
+        assert!(line["span"]["generation"].is_u64(), "{line}");
+    }
     assert_eq!(lines.iter().filter(|line| line.contains("review answered")).count(), 8);
 }

@@ -152,9 +152,11 @@ fn fresh_uid() -> String {
             getrandom::fill(pool).ok()?;
             *used = 0;
         }
-        let bytes: [u8; 16] = pool[*used..*used + 16].try_into().ok()?;
+        let taken = &mut pool[*used..*used + 16];
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(taken);
         // Used bytes are not kept.
-        pool[*used..*used + 16].fill(0);
+        taken.fill(0);
         *used += 16;
         Some(bytes)
     });

@@ -270,22 +270,22 @@ impl Client {
         &self.loopback[crate::server::threads::lane() % self.loopback.len()]
     }
 
-    /// POSTs `body` to `url?timeout=<query>` and checks the answer as the API server does;
-    /// with the answer's HTTP status, if one came.
+    /// POSTs the body `encode` makes to `url?timeout=<query>` and checks the answer as the API
+    /// server does; with the answer's HTTP status, if one came.
     /// `deadline` is the effective one (webhook timeout and request deadline combined); the
     /// 30 s client limit applies on top.
     pub(crate) async fn call(
         &self,
         url: &str,
         query: &str,
-        body: Vec<u8>,
+        encode: impl Fn() -> Vec<u8>,
         deadline: Option<Instant>,
         sent: &Sent<'_>,
     ) -> (Option<u16>, Result<WebhookResponse, CallError>) {
         let full_url = format!("{url}?timeout={query}");
         let hard_deadline = Instant::now() + CLIENT_TIMEOUT;
         let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
-        match self.post(&full_url, body, deadline, sent.trace).await {
+        match self.post(&full_url, encode, deadline, sent.trace).await {
             Ok(reply) => (Some(reply.status.as_u16()), check_reply(reply, sent)),
             Err(error) => (None, Err(error)),
         }
@@ -294,13 +294,16 @@ impl Client {
     /// A plain JSON POST (the demo's client); returns the status and body.
     pub(crate) async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<(u16, Bytes), String> {
         let deadline = Instant::now() + CLIENT_TIMEOUT;
-        let reply = self.post(url, body, deadline, None).await.map_err(|e| e.to_string())?;
+        let reply = self.post(url, || body.clone(), deadline, None).await.map_err(|e| e.to_string())?;
         Ok((reply.status.as_u16(), reply.body))
     }
 
     /// Sends the request, following redirects (`upstream/redirect.rs`), and reads the answer
     /// whole, all before `deadline`. As in client-go, a failure while reading the body is not
     /// reported as one of the request (§8.1).
+    /// `encode` makes the body for each request sent (the first, and again after a redirect
+    /// that keeps it or a switch to HTTP/2): the encoded review is not held while the webhook
+    /// takes its time, which is most of a review's memory in flight besides the connections.
     /// `trace`: the call span's `traceparent` and `tracestate` (src/traces.rs).
     ///
     /// HTTP/1.1 over a pool of connections, for every webhook. The API server offers `h2` too
@@ -312,11 +315,10 @@ impl Client {
     async fn post(
         &self,
         url: &str,
-        body: Vec<u8>,
+        encode: impl Fn() -> Vec<u8>,
         deadline: Instant,
         trace: Option<&http::HeaderMap>,
     ) -> Result<HttpReply, CallError> {
-        let body = Bytes::from(body);
         let mut uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| CallError::Transport {
             url: url.to_owned(),
             message: e.to_string(),
@@ -339,7 +341,7 @@ impl Client {
                     request = request.header(http::header::CONTENT_TYPE, "application/json");
                 }
                 let mut request = request
-                    .body(Full::new(if with_body { body.clone() } else { Bytes::new() }))
+                    .body(Full::new(if with_body { Bytes::from(encode()) } else { Bytes::new() }))
                     .map_err(|e| transport(e.to_string()))?;
                 if let Some(trace) = trace {
                     request

@@ -84,13 +84,13 @@ pub(crate) async fn call(
         Grant::Until(deadline) => deadline,
         Grant::Exhausted { left } => return not_sent(Attempt::OutOfBudget { left }),
     };
-    let body = encode::request(version, &outgoing);
     let timeout =
         upstream::timeout_param(deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)));
     let span = trace.call(hook);
     let sent = Sent { uid: &uid, version, mutating, trace: span.as_ref().map(CallSpan::headers) };
     let _in_flight = InFlight::enter(&hook.name);
-    let (http_status, result) = client.call(&hook.url, &timeout, body, deadline, &sent).await;
+    let encode = || encode::request(version, &outgoing);
+    let (http_status, result) = client.call(&hook.url, &timeout, encode, deadline, &sent).await;
     let attempt = match result {
         Ok(response) => Attempt::Answered(response),
         Err(error) => Attempt::CallError(error),

@@ -19,7 +19,7 @@ use crate::config::selector::{Labels, Selector};
 use crate::config::{validate, Severity};
 use crate::go;
 use crate::patch::Patch;
-use crate::pipeline::object::ObjectState;
+use crate::pipeline::object::{ObjectState, PatchError};
 use crate::review::decode;
 use crate::review::encode::{self, Answer};
 use crate::review::{ReviewVersion, Status};
@@ -71,9 +71,11 @@ pub fn review_decode(body: &[u8]) -> bool {
 }
 
 /// Applies JSON Patch `patch` to the JSON document `object` (`patch.rs`) and checks: an empty
-/// patch changes nothing; the mutating chain's change detection (`pipeline/object.rs`) agrees
-/// with whole-document equality; its combined patch replayed on the object gives the patched
-/// object; the patch as annotated decodes and applies alike. `None` if either does not decode.
+/// patch changes nothing; the mutating chain (`pipeline/object.rs`, which patches the object's
+/// text where it can) patches, fails with the same error and detects a change as
+/// `Patch::apply` on the whole document, and sends the next webhook the patched object; its
+/// combined patch replayed on the object gives the patched object; the patch as annotated
+/// decodes and applies alike. `None` if either does not decode.
 pub fn json_patch(object: &[u8], patch: &[u8]) -> Option<Result<(), String>> {
     // The chain reads the received text itself: no re-encoding, whose floats may not read back.
     let raw: Box<serde_json::value::RawValue> = serde_json::from_slice(object).ok()?;
@@ -101,9 +103,20 @@ pub fn json_patch(object: &[u8], patch: &[u8]) -> Option<Result<(), String>> {
 
     if original.is_object() {
         let mut state = ObjectState::new(Some(&raw), None);
-        if let Ok(changed) = state.apply(&patch) {
+        let applied = state.apply(&patch);
+        if let Err(PatchError::Apply(error)) = &applied {
+            assert_eq!(result, Err(error.to_string()), "the chain fails as Patch::apply");
+        }
+        if let Ok(changed) = applied {
+            assert!(result.is_ok(), "the chain applies a patch Patch::apply refuses: {result:?}");
             let tree = state.tree().expect("a patched object").clone();
             assert_eq!(tree, patched, "the chain patches as Patch::apply");
+            let sent = state.raw().map(|raw| serde_json::from_str::<Value>(raw.get()));
+            assert_eq!(
+                sent.map(Result::ok),
+                Some(Some(tree.clone())),
+                "the next webhook is sent the patched object"
+            );
             assert_eq!(changed, tree != original, "change detection agrees with equality");
             if let Some(combined) = state.combined_patch() {
                 let combined = Patch::decode(&combined).expect("the combined patch decodes");

@@ -298,6 +298,80 @@ fn push_operation(out: &mut String, operation: &Operation) {
     out.push('}');
 }
 
+/// An `add`, `remove` or `replace` taken apart where Go's `findObject` takes it: the
+/// container its path lands in, and the member or element there. `ObjectState`
+/// (`pipeline/object.rs`) applies such steps to the container alone, found in the object's
+/// text, instead of to a tree of the whole object.
+#[derive(Debug)]
+pub(crate) struct Step {
+    op: StepOp,
+    /// The path's segments but the last, unescaped: where the container is.
+    pub(crate) container: Vec<String>,
+    /// The last segment, unescaped.
+    key: String,
+    /// `value` for `add` and `replace` (`null` when absent, as in [`Patch::apply`]).
+    value: Value,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum StepOp {
+    Add,
+    Remove,
+    Replace,
+}
+
+impl Patch {
+    /// The operations as [`Step`]s, if every one is an `add`, `remove` or `replace` whose
+    /// `path` is a string starting with `/` (so not the whole document) and whose `value`
+    /// decodes; otherwise `None`, and the patch is for [`Patch::apply`] on the whole document.
+    pub(crate) fn steps(&self) -> Option<Vec<Step>> {
+        let step = |operation: &Operation| {
+            let op = match kind(operation).as_str() {
+                "add" => StepOp::Add,
+                "remove" => StepOp::Remove,
+                "replace" => StepOp::Replace,
+                _ => return None,
+            };
+            // The op named here only shapes error texts, which are not kept.
+            let path = pointer(operation, "add", "path").ok()?;
+            let rest = path.strip_prefix('/')?;
+            let (container, key) = match rest.rsplit_once('/') {
+                Some((container, key)) => {
+                    (container.split('/').map(|s| unescape(s).into_owned()).collect(), key)
+                }
+                None => (Vec::new(), rest),
+            };
+            let value = match op {
+                StepOp::Remove => Value::Null,
+                StepOp::Add | StepOp::Replace => value_of(operation).ok()?.unwrap_or(Value::Null),
+            };
+            Some(Step { op, container, key: unescape(key).into_owned(), value })
+        };
+        self.operations.iter().map(|operation| step(operation.as_ref()?)).collect()
+    }
+}
+
+impl Step {
+    /// Applies the step to its container as the operation applies to the whole document once
+    /// `findObject` has found that container. `Err` where the operation fails (a container
+    /// that is neither object nor array, a missing member, a bad index): its text would name
+    /// the wrong path, so the caller applies the whole patch to the document for Go's error.
+    pub(crate) fn apply(&self, container: &mut Value) -> Result<(), ()> {
+        let parent = match container {
+            Value::Object(map) => Parent::Object(map),
+            Value::Array(array) => Parent::Array(array),
+            _ => return Err(()),
+        };
+        let key = Cow::Borrowed(self.key.as_str());
+        let applied = match self.op {
+            StepOp::Add => parent.add(key, self.value.clone()),
+            StepOp::Remove => parent.remove(&key).map(drop),
+            StepOp::Replace => replace_in(parent, key, self.value.clone()),
+        };
+        applied.map_err(drop)
+    }
+}
+
 // ---- the six operations, each as its Go function -------------------------------------------
 
 fn add(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
@@ -331,16 +405,21 @@ fn replace(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
     let Some((parent, key)) = find_parent(doc, &path) else {
         return Err(ApplyError::ReplaceMissingPath(path));
     };
-    let value = value.unwrap_or(Value::Null);
+    replace_in(parent, key, value.unwrap_or(Value::Null))
+        .map_err(|_| ApplyError::ReplaceMissingKey(path.clone()))
+}
+
+/// The end of Go's `replace` once the container is found: an object member need not exist
+/// (Go's partialDoc.get never fails); an array element must.
+fn replace_in(parent: Parent<'_>, key: Cow<'_, str>, value: Value) -> Result<(), TargetError> {
     match parent {
-        // An object member need not exist: Go's partialDoc.get never fails.
         Parent::Object(map) => {
             map.insert(key.into_owned(), value);
         }
-        Parent::Array(array) => match existing_index(&key, array.len()) {
-            Ok(index) => array[index] = value,
-            Err(_) => return Err(ApplyError::ReplaceMissingKey(path.clone())),
-        },
+        Parent::Array(array) => {
+            let index = existing_index(&key, array.len())?;
+            array[index] = value;
+        }
     }
     Ok(())
 }

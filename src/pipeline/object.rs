@@ -1,12 +1,22 @@
-//! The object as it travels the mutating chain: raw JSON until a stage needs a tree, parsed
-//! once, patched in place, re-encoded only when a webhook needs the bytes after a change.
+//! The object as it travels the mutating chain: raw JSON until a stage needs a tree, and
+//! patched where it can be as text.
 //!
-//! Two costs a naive chain pays per webhook are avoided. Whether a patch changed the object is
-//! decided by comparing only the containers its operations write to (snapshotted before
-//! applying), not the whole tree. And the one patch returned to the API server is the
-//! concatenation of the applied patches' writing operations, which replayed in order on the
-//! received object give the final object exactly (the API server applies it with the same
-//! evanphx/json-patch v4 semantics as `patch.rs`), instead of a diff of two whole trees.
+//! A patch of `add`, `remove` and `replace` operations (what webhooks send) is applied to the
+//! object's text: each operation's container is found along its path without parsing the rest
+//! (`object/text.rs`), parsed alone, patched as `patch.rs` patches it, and its encoding spliced
+//! back in place; the next webhook is sent that text. Any other patch, or one that fails
+//! there, is applied to a tree of the whole object, parsed once and patched in place, which
+//! gives Go's error texts.
+//!
+//! Three costs a naive chain pays per webhook are avoided. The object is neither parsed whole
+//! nor re-encoded for a patch that writes to a few small containers. Whether a patch changed
+//! the object is decided by comparing only the containers its operations write to, not the
+//! whole object. And the one patch returned to the API server is the concatenation of the
+//! applied patches' writing operations, which replayed in order on the received object give
+//! the final object exactly (the API server applies it with the same evanphx/json-patch v4
+//! semantics as `patch.rs`), instead of a diff of two whole trees.
+
+mod text;
 
 use std::cell::OnceCell;
 
@@ -15,7 +25,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::config::selector::Labels;
-use crate::patch::{ApplyError, Patch};
+use crate::patch::{ApplyError, Patch, Step};
+use text::Found;
 
 /// The request's `object` (current) with what is needed to answer with one combined patch,
 /// and the labels object selectors look at, found once rather than once per webhook.
@@ -29,8 +40,12 @@ pub(crate) struct ObjectState<'a> {
     labels: OnceCell<Option<Labels>>,
     /// Labels of the old object.
     old_labels: OnceCell<Option<Labels>>,
-    /// The current object as a tree, once some stage needed it.
+    /// The current object as a tree, once some stage needed it (`None` again when a patch
+    /// changes the text).
     tree: Option<Value>,
+    /// The current object's text after a patch applied to the text, until a webhook needs it
+    /// as a [`RawValue`] (`encoded`).
+    spliced: Option<String>,
     /// Whether some patch changed the object since it was received.
     changed: bool,
     /// The writing operations of every patch that changed the object, in order, as JSON
@@ -77,6 +92,7 @@ impl<'a> ObjectState<'a> {
             labels: OnceCell::new(),
             old_labels: OnceCell::new(),
             tree: None,
+            spliced: None,
             changed: false,
             writes: String::new(),
             encoded: None,
@@ -107,22 +123,33 @@ impl<'a> ObjectState<'a> {
             return self.received;
         }
         if self.encoded.is_none() {
-            let tree = self.tree.as_ref()?;
-            // A serde_json::Value always encodes.
-            self.encoded = serde_json::value::to_raw_value(tree).ok();
+            self.encoded = match self.spliced.take() {
+                // Checked as it becomes a RawValue: a splice gone wrong never reaches a webhook.
+                Some(text) => RawValue::from_string(text).ok().or_else(|| self.replayed_raw()),
+                // A serde_json::Value always encodes.
+                None => serde_json::value::to_raw_value(self.tree.as_ref()?).ok(),
+            };
         }
         self.encoded.as_deref()
+    }
+
+    /// The current object's text, unless it is held only as a tree.
+    fn text(&self) -> Option<&str> {
+        if !self.changed {
+            return self.received.map(RawValue::get);
+        }
+        self.spliced.as_deref().or(self.encoded.as_deref().map(RawValue::get))
     }
 
     /// The current object's labels; `None` when there is no object or it has no metadata
     /// (options kinds on CONNECT), which no object selector matches (§4.4).
     pub(crate) fn labels(&self) -> Option<&Labels> {
-        self.labels.get_or_init(|| labels_of(self.tree.as_ref(), self.received)).as_ref()
+        self.labels.get_or_init(|| labels_of(self.tree.as_ref(), self.text())).as_ref()
     }
 
     /// The old object's labels, on the same terms.
     pub(crate) fn old_labels(&self) -> Option<&Labels> {
-        self.old_labels.get_or_init(|| labels_of(None, self.old)).as_ref()
+        self.old_labels.get_or_init(|| labels_of(None, self.old.map(RawValue::get))).as_ref()
     }
 
     /// The current object as a tree.
@@ -133,9 +160,28 @@ impl<'a> ObjectState<'a> {
 
     fn ensure_tree(&mut self) {
         if self.tree.is_none() {
-            // The review decoded, so its object is valid JSON.
-            self.tree = self.received.and_then(|raw| serde_json::from_str(raw.get()).ok());
+            // The review decoded, and splices are of encoded values, so the text is valid JSON.
+            self.tree = self.text().and_then(|text| serde_json::from_str(text).ok());
+            if self.tree.is_none() && self.changed {
+                self.tree = self.replayed();
+            }
         }
+    }
+
+    /// The current object rebuilt from the received one and the writes applied so far, which
+    /// replay to it exactly (`combined_patch`). Only for a spliced text that does not read
+    /// back, which would be a bug in `object/text.rs`: the object is then never sent or
+    /// judged wrong.
+    fn replayed(&self) -> Option<Value> {
+        tracing::error!("a patched object's text did not read back: rebuilt from the received object and its patches (a bug)");
+        let mut tree: Value = serde_json::from_str(self.received?.get()).ok()?;
+        Patch::decode(&self.combined_patch()?).ok()?.apply(&mut tree).ok()?;
+        Some(tree)
+    }
+
+    fn replayed_raw(&mut self) -> Option<Box<RawValue>> {
+        self.tree = self.replayed();
+        serde_json::value::to_raw_value(self.tree.as_ref()?).ok()
     }
 
     /// Applies a webhook's patch in place; returns whether it changed the object (JSON
@@ -143,6 +189,11 @@ impl<'a> ObjectState<'a> {
     /// the request then fails, and the object is not used again. A patch that leaves the
     /// object larger than its limit ([`ObjectState::limited_to`]) is an error too.
     pub(crate) fn apply(&mut self, patch: &Patch) -> Result<bool, PatchError> {
+        if let Some(steps) = patch.steps() {
+            if let Some(applied) = self.apply_to_text(patch, &steps) {
+                return applied;
+            }
+        }
         self.ensure_tree();
         let Some(tree) = self.tree.as_mut() else {
             return Err(PatchError::Decode("no object".into()));
@@ -161,6 +212,7 @@ impl<'a> ObjectState<'a> {
         patch.push_writes(&mut self.writes);
         self.changed = true;
         self.encoded = None;
+        self.spliced = None;
         self.labels = OnceCell::new();
         self.size_bound = self.size_bound.saturating_add(patch.growth_bound());
         if self.size_bound > self.size_limit {
@@ -174,6 +226,74 @@ impl<'a> ObjectState<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Applies `steps` (the operations of `patch`) to the object's text, each to its container
+    /// alone: found along its path, parsed, patched, encoded and spliced back. `None`, with
+    /// nothing changed, where this does not apply — the object is held only as a tree, a step
+    /// writes to the object itself, its container is not found or the step fails there — and
+    /// the whole-tree path decides (and words any error as Go does).
+    fn apply_to_text(&mut self, patch: &Patch, steps: &[Step]) -> Option<Result<bool, PatchError>> {
+        let before = self.text()?;
+        let mut after: Option<String> = None;
+        // With one step, whether it changed its container is known on the spot.
+        let mut one_changed = false;
+        for step in steps {
+            if step.container.is_empty() {
+                return None;
+            }
+            let current = after.as_deref().unwrap_or(before);
+            let Found::Container(range) = text::locate(current, &step.container)? else {
+                return None;
+            };
+            let mut container: Value = serde_json::from_str(current.get(range.clone())?).ok()?;
+            let original = (steps.len() == 1).then(|| container.clone());
+            step.apply(&mut container).ok()?;
+            one_changed = original.is_some_and(|original| original != container);
+            let encoded = serde_json::to_string(&container).ok()?;
+            // `get` above checked the range against the text and its character boundaries.
+            let mut spliced = String::with_capacity(current.len() - range.len() + encoded.len());
+            spliced.push_str(&current[..range.start]);
+            spliced.push_str(&encoded);
+            spliced.push_str(&current[range.end..]);
+            after = Some(spliced);
+        }
+        let after = after?;
+        let changed = if steps.len() == 1 {
+            one_changed
+        } else {
+            // Every change lies inside the steps' containers: compare the outermost ones.
+            let mut containers: Vec<&[String]> = steps.iter().map(|step| step.container.as_slice()).collect();
+            containers.sort_by_key(|segments| segments.len());
+            let mut outermost: Vec<&[String]> = Vec::new();
+            for segments in containers {
+                if !outermost.iter().any(|outer| segments.starts_with(outer)) {
+                    outermost.push(segments);
+                }
+            }
+            let mut changed = false;
+            for segments in outermost {
+                if container_at(before, segments)? != container_at(&after, segments)? {
+                    changed = true;
+                    break;
+                }
+            }
+            changed
+        };
+        if !changed {
+            return Some(Ok(false));
+        }
+        patch.push_writes(&mut self.writes);
+        self.changed = true;
+        self.tree = None;
+        self.encoded = None;
+        self.labels = OnceCell::new();
+        self.size_bound = after.len() as u64;
+        self.spliced = Some(after);
+        if self.size_bound > self.size_limit {
+            return Some(Err(PatchError::TooLarge { size: self.size_bound, limit: self.size_limit }));
+        }
+        Some(Ok(true))
     }
 
     /// One JSONPatch from the received object to the current one; `None` if no patch changed
@@ -253,8 +373,17 @@ fn inside(pointer: &str, outer: &str) -> bool {
     pointer == outer || (pointer.starts_with(outer) && pointer.as_bytes().get(outer.len()) == Some(&b'/'))
 }
 
-/// Labels of an object given as a tree or raw JSON, without building a tree from raw JSON.
-fn labels_of(tree: Option<&Value>, raw: Option<&RawValue>) -> Option<Labels> {
+/// The container `segments` lead to in `text`, as a tree: `Some(None)` where there is none,
+/// `None` where the text does not scan.
+fn container_at(text: &str, segments: &[String]) -> Option<Option<Value>> {
+    match text::locate(text, segments)? {
+        Found::Container(range) => Some(Some(serde_json::from_str(text.get(range)?).ok()?)),
+        Found::Missing => Some(None),
+    }
+}
+
+/// Labels of an object given as a tree or JSON text, without building a tree from the text.
+fn labels_of(tree: Option<&Value>, raw: Option<&str>) -> Option<Labels> {
     if let Some(tree) = tree {
         let metadata = tree.get("metadata")?.as_object()?;
         let labels = metadata.get("labels").and_then(Value::as_object);
@@ -266,8 +395,8 @@ fn labels_of(tree: Option<&Value>, raw: Option<&RawValue>) -> Option<Labels> {
                 .collect(),
         );
     }
-    let raw = raw.filter(|raw| raw.get() != "null")?;
-    let only: MetadataOnly = serde_json::from_str(raw.get()).ok()?;
+    let raw = raw.filter(|raw| *raw != "null")?;
+    let only: MetadataOnly = serde_json::from_str(raw).ok()?;
     Some(only.metadata?.labels.unwrap_or_default())
 }
 
@@ -315,9 +444,9 @@ mod tests {
 
     #[test]
     fn labels_need_metadata() {
-        assert_eq!(labels_of(None, Some(&raw(r#"{"kind":"PodExecOptions","command":["sh"]}"#))), None);
-        assert_eq!(labels_of(None, Some(&raw(r#"{"metadata":{"name":"x"}}"#))), Some(Labels::new()));
-        assert_eq!(labels_of(None, Some(&raw("null"))), None);
+        assert_eq!(labels_of(None, Some(raw(r#"{"kind":"PodExecOptions","command":["sh"]}"#).get())), None);
+        assert_eq!(labels_of(None, Some(raw(r#"{"metadata":{"name":"x"}}"#).get())), Some(Labels::new()));
+        assert_eq!(labels_of(None, Some("null")), None);
         assert_eq!(labels_of(None, None), None);
     }
 
@@ -399,5 +528,176 @@ mod tests {
             Err(PatchError::TooLarge { size: 98, limit: 90 }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The text path against the whole-tree one (`Patch::apply` on a tree), over generated
+    /// patches of every kind on an object with repeated and escaped names, nulls, scalars and
+    /// arrays along the paths, one chain of patches applied after another: the same outcome,
+    /// the same error text, the same object, the same "changed", and the combined patch
+    /// replays to the object.
+    #[test]
+    fn patching_the_text_agrees_with_patching_the_tree() {
+        let received = raw(concat!(
+            r#"{"metadata":{"name":"p","labels":{"a":"1"},"labels":{"b":"2","a":"x"},"annotations":{"a/b":"s","x~y":"t"},"#,
+            r#""n":null,"é":{"k":[1]}},"spec":{"containers":[{"name":"c","env":[{"name":"A"}]},{"name":"d"},[1,[2]]],"#,
+            r#""s":"te\"x{t[","num":1.5e3,"empty":{},"list":[]},"status":null}"#
+        ));
+        let segments = [
+            "metadata",
+            "labels",
+            "annotations",
+            "a",
+            "b",
+            "a~1b",
+            "x~0y",
+            "n",
+            "é",
+            "k",
+            "spec",
+            "containers",
+            "env",
+            "name",
+            "0",
+            "1",
+            "2",
+            "3",
+            "-",
+            "01",
+            "-1",
+            "s",
+            "num",
+            "empty",
+            "list",
+            "status",
+            "",
+        ];
+        let values = [r#""v""#, "1", "null", r#"{"k":"v"}"#, "[1,2]", "{}", r#""1""#, r#""x""#];
+        let ops = [
+            "add", "add", "add", "add", "remove", "remove", "replace", "replace", "replace", "test", "move",
+            "copy",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let (mut by_text, mut failed) = (0, 0);
+        for chain in 0..150 {
+            let mut state = ObjectState::new(Some(&received), None);
+            let mut tree: Value = serde_json::from_str(received.get()).unwrap();
+            for _ in 0..8 {
+                let operations: Vec<String> = (0..1 + next(2))
+                    .map(|_| {
+                        let op = ops[next(ops.len())];
+                        let value = values[next(values.len())];
+                        // Mostly a walk down the current object, so that most patches apply.
+                        let mut pointer = || {
+                            if next(6) == 0 {
+                                let depth = 1 + next(4);
+                                return (0..depth)
+                                    .map(|_| format!("/{}", segments[next(segments.len())]))
+                                    .collect();
+                            }
+                            let mut pointer = String::new();
+                            let mut node = &tree;
+                            loop {
+                                let children: Vec<(String, &Value)> = match node {
+                                    Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v)).collect(),
+                                    Value::Array(items) => {
+                                        items.iter().enumerate().map(|(i, v)| (i.to_string(), v)).collect()
+                                    }
+                                    _ => Vec::new(),
+                                };
+                                let last = if children.is_empty() || next(3) == 0 {
+                                    let fresh =
+                                        if node.is_array() { "-" } else { segments[next(segments.len())] };
+                                    Some(fresh.to_owned())
+                                } else {
+                                    None
+                                };
+                                let (key, child) = match last {
+                                    Some(key) => (key, None),
+                                    None => {
+                                        let (key, child) = &children[next(children.len())];
+                                        (key.replace('~', "~0").replace('/', "~1"), Some(*child))
+                                    }
+                                };
+                                pointer.push('/');
+                                pointer.push_str(&key);
+                                match child {
+                                    Some(child) if child.is_object() || child.is_array() => {
+                                        if pointer.len() > key.len() + 1 && next(2) == 0 {
+                                            return pointer;
+                                        }
+                                        node = child;
+                                    }
+                                    _ => return pointer,
+                                }
+                            }
+                        };
+                        let (path, from) = (pointer(), pointer());
+                        format!(r#"{{"op":"{op}","path":"{path}","from":"{from}","value":{value}}}"#)
+                    })
+                    .collect();
+                let text = format!("[{}]", operations.join(","));
+                let patch = Patch::decode(text.as_bytes()).unwrap();
+                if next(4) != 0 {
+                    // As the next webhook is sent it: the object held as text again.
+                    state.raw();
+                }
+                let mut expected = tree.clone();
+                let reference = patch.apply(&mut expected).map_err(|e| e.to_string());
+                let outcome = state.apply(&patch);
+                match (&reference, outcome) {
+                    (Ok(()), Ok(changed)) => {
+                        assert_eq!(changed, expected != tree, "chain {chain}, {text}: changed");
+                        if changed && state.tree.is_none() {
+                            by_text += 1;
+                        }
+                        assert_eq!(state.tree().unwrap(), &expected, "chain {chain}, {text}");
+                        tree = expected;
+                    }
+                    (Err(want), Err(PatchError::Apply(got))) => {
+                        assert_eq!(&got.to_string(), want, "chain {chain}, {text}");
+                        failed += 1;
+                        // A failed patch fails the review: the chain starts again.
+                        state = ObjectState::new(Some(&received), None);
+                        tree = serde_json::from_str(received.get()).unwrap();
+                    }
+                    (reference, outcome) => {
+                        panic!("chain {chain}, {text}: tree {reference:?}, chain {outcome:?}")
+                    }
+                }
+            }
+            if let Some(combined) = state.combined_patch() {
+                let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
+                Patch::decode(&combined).unwrap().apply(&mut replayed).unwrap();
+                assert_eq!(&replayed, state.tree().unwrap(), "chain {chain}: the combined patch replays");
+            }
+            assert_eq!(
+                serde_json::from_str::<Value>(state.raw().unwrap().get()).unwrap(),
+                tree,
+                "chain {chain}: sent"
+            );
+        }
+        assert!(
+            by_text >= 100 && failed >= 20,
+            "both paths taken: {by_text} changed as text, {failed} failed"
+        );
+    }
+
+    /// A spliced text that did not read back (a bug) is never sent: the object is rebuilt from
+    /// the received one and the patches applied.
+    #[test]
+    fn a_spliced_text_that_does_not_read_back_is_rebuilt_from_the_patches() {
+        let received = raw(r#"{"metadata":{"labels":{"a":"1"}}}"#);
+        let mut object = ObjectState::new(Some(&received), None);
+        let add = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
+        assert!(object.apply(&add).unwrap());
+        assert!(object.spliced.is_some(), "applied to the text");
+        object.spliced = Some(r#"{"metadata":{"labels":{"a":"1","b":"2"}"#.to_owned());
+        assert_eq!(object.raw().unwrap().get(), r#"{"metadata":{"labels":{"a":"1","b":"2"}}}"#);
     }
 }

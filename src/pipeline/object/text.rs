@@ -1,0 +1,237 @@
+//! Finding a container in an object's JSON text without parsing the rest: the containers a
+//! patch writes to are found along their paths, parsed alone, patched and spliced back
+//! (`pipeline/object.rs`).
+//!
+//! The text is valid JSON (the review decoded, and every splice is `serde_json`'s encoding of
+//! a value), but nothing here relies on that: whatever does not scan as expected is `None`,
+//! and the caller patches a tree of the whole object instead.
+
+use std::ops::Range;
+
+/// Where a path leads.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// An object or array, at this byte range.
+    Container(Range<usize>),
+    /// Nothing there, or a value that is not a container: Go's `findObject` fails.
+    Missing,
+}
+
+/// Follows `segments` (unescaped) from the document `text` as Go's `findObject` does: object
+/// members by name (the last of a repeated name, which is the one a decoder keeps), array
+/// elements by index. `None` for a step this does not take (an index that is not plain
+/// decimal digits, which Go reads by rules of its own) or text that does not scan.
+pub(super) fn locate(text: &str, segments: &[String]) -> Option<Found> {
+    let bytes = text.as_bytes();
+    let start = skip_whitespace(bytes, 0);
+    // The document's own end only when it is the container: skipping it costs a pass.
+    let end = if segments.is_empty() { skip_value(bytes, start)? } else { bytes.len() };
+    let mut at = start..end;
+    for segment in segments {
+        let next = match bytes.get(at.start)? {
+            b'{' => member(bytes, at.start, segment)?,
+            b'[' => element(bytes, at.start, plain_index(segment)?)?,
+            // A string, number, `true`, `false` or `null` has no members.
+            b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => None,
+            _ => return None,
+        };
+        match next {
+            Some(range) => at = range,
+            None => return Some(Found::Missing),
+        }
+    }
+    match bytes.get(at.start)? {
+        b'{' | b'[' => Some(Found::Container(at)),
+        _ => Some(Found::Missing),
+    }
+}
+
+/// `0`, or digits not starting with `0`.
+fn plain_index(segment: &str) -> Option<usize> {
+    let plain = !segment.is_empty()
+        && segment.bytes().all(|b| b.is_ascii_digit())
+        && (segment == "0" || !segment.starts_with('0'));
+    if plain {
+        segment.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// The value of the last member named `name` of the object opening at `open`: `Some(None)`
+/// when it has none.
+fn member(bytes: &[u8], open: usize, name: &str) -> Option<Option<Range<usize>>> {
+    let mut at = skip_whitespace(bytes, open + 1);
+    if *bytes.get(at)? == b'}' {
+        return Some(None);
+    }
+    let mut found = None;
+    loop {
+        let key_end = skip_string(bytes, at)?;
+        let key = bytes.get(at..key_end)?;
+        at = skip_whitespace(bytes, key_end);
+        if *bytes.get(at)? != b':' {
+            return None;
+        }
+        let value_start = skip_whitespace(bytes, at + 1);
+        let value_end = skip_value(bytes, value_start)?;
+        if key_is(key, name)? {
+            found = Some(value_start..value_end);
+        }
+        at = skip_whitespace(bytes, value_end);
+        match bytes.get(at)? {
+            b',' => at = skip_whitespace(bytes, at + 1),
+            b'}' => return Some(found),
+            _ => return None,
+        }
+    }
+}
+
+/// Element `index` of the array opening at `open`: `Some(None)` when it is shorter.
+fn element(bytes: &[u8], open: usize, index: usize) -> Option<Option<Range<usize>>> {
+    let mut at = skip_whitespace(bytes, open + 1);
+    if *bytes.get(at)? == b']' {
+        return Some(None);
+    }
+    for position in 0.. {
+        let end = skip_value(bytes, at)?;
+        if position == index {
+            return Some(Some(at..end));
+        }
+        at = skip_whitespace(bytes, end);
+        match bytes.get(at)? {
+            b',' => at = skip_whitespace(bytes, at + 1),
+            b']' => return Some(None),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Whether the quoted member name `quoted` is `name`; one with escapes is decoded first.
+fn key_is(quoted: &[u8], name: &str) -> Option<bool> {
+    let plain = quoted.get(1..quoted.len().checked_sub(1)?)?;
+    if memchr::memchr(b'\\', plain).is_none() {
+        return Some(plain == name.as_bytes());
+    }
+    let decoded: String = serde_json::from_slice(quoted).ok()?;
+    Some(decoded == name)
+}
+
+/// The end (exclusive) of the value starting at `at`.
+fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => skip_string(bytes, at),
+        b'{' => skip_nested(bytes, at, b'{', b'}'),
+        b'[' => skip_nested(bytes, at, b'[', b']'),
+        // A number, `true`, `false` or `null`: up to what ends it.
+        _ => {
+            let rest = bytes.get(at..)?;
+            let len = rest
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(rest.len());
+            (len > 0).then_some(at + len)
+        }
+    }
+}
+
+/// The end of the string whose opening quote is at `at`, just past its closing quote.
+fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
+    if *bytes.get(at)? != b'"' {
+        return None;
+    }
+    let mut at = at + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        if *bytes.get(at)? == b'"' {
+            return Some(at + 1);
+        }
+        // A backslash and the character it escapes (a `\u`'s hex digits are neither).
+        at += 2;
+    }
+}
+
+/// The end of the object or array opening at `at`. Inside an object the brackets of arrays
+/// pair up among themselves (and the other way round), so only `open`, `close` and strings
+/// need looking at.
+fn skip_nested(bytes: &[u8], at: usize, open: u8, close: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = at;
+    loop {
+        at += memchr::memchr3(b'"', open, close, bytes.get(at..)?)?;
+        match *bytes.get(at)? {
+            b'"' => at = skip_string(bytes, at)?,
+            byte if byte == open => {
+                depth += 1;
+                at += 1;
+            }
+            _ => {
+                depth = depth.checked_sub(1)?;
+                at += 1;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+        }
+    }
+}
+
+fn skip_whitespace(bytes: &[u8], at: usize) -> usize {
+    let rest = bytes.get(at..).unwrap_or_default();
+    at + rest.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(segments: &[&str]) -> Vec<String> {
+        segments.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn at<'t>(text: &'t str, segments: &[&str]) -> Option<&'t str> {
+        match locate(text, &path(segments)) {
+            Some(Found::Container(range)) => text.get(range),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn containers_are_found_along_members_and_elements() {
+        let text =
+            r#" {"a":"x{[\"}","b" : {"c":[1,{"d":{}} , "]"],"e":null},"b":{"c":[{"z":[]}],"n":-1.5e3}} "#;
+        assert_eq!(at(text, &[]), Some(text.trim()));
+        // The last of a repeated name, as a decoder keeps.
+        assert_eq!(at(text, &["b"]), Some(r#"{"c":[{"z":[]}],"n":-1.5e3}"#));
+        assert_eq!(at(text, &["b", "c"]), Some(r#"[{"z":[]}]"#));
+        assert_eq!(at(text, &["b", "c", "0"]), Some(r#"{"z":[]}"#));
+        assert_eq!(at(text, &["b", "c", "0", "z"]), Some("[]"));
+        assert_eq!(locate(text, &path(&["b", "c", "1"])), Some(Found::Missing));
+        assert_eq!(locate(text, &path(&["b", "n"])), Some(Found::Missing), "not a container");
+        assert_eq!(locate(text, &path(&["a"])), Some(Found::Missing), "a string");
+        assert_eq!(locate(text, &path(&["b", "n", "x"])), Some(Found::Missing));
+        assert_eq!(locate(text, &path(&["nope", "x"])), Some(Found::Missing));
+        // Indices Go reads by its own rules are left to the tree.
+        for index in ["00", "-1", "+0", "01", "", "x"] {
+            assert_eq!(locate(text, &path(&["b", "c", index])), None, "{index:?}");
+        }
+    }
+
+    #[test]
+    fn escaped_names_match_their_decoded_text() {
+        let text = r#"{"a\/b":{"k":[]},"\u00e9":{"x":{}},"q\"":{}}"#;
+        assert_eq!(at(text, &["a/b"]), Some(r#"{"k":[]}"#));
+        assert_eq!(at(text, &["é", "x"]), Some("{}"));
+        assert_eq!(at(text, &["q\""]), Some("{}"));
+        assert_eq!(locate(text, &path(&["a\\/b"])), Some(Found::Missing));
+    }
+
+    #[test]
+    fn text_that_does_not_scan_is_none_never_a_panic() {
+        for text in ["", "{", r#"{"a":"#, r#"{"a":{"b":1}"#, r#"{"a" 1}"#, r#"{"a":[1,}"#, "}", r#"{"a":"\"#]
+        {
+            assert_eq!(locate(text, &path(&["a", "b"])), None, "{text:?}");
+        }
+    }
+}

@@ -17,32 +17,43 @@ pub(super) enum Found {
     Missing,
 }
 
+/// Paths longer than this are left to the tree (whose parser refuses nesting deeper than 128).
+const MAX_SEGMENTS: usize = 64;
+
 /// Follows `segments` (unescaped) from the document `text` as Go's `findObject` does: object
 /// members by name (the last of a repeated name, which is the one a decoder keeps), array
 /// elements by index. `None` for a step this does not take (an index that is not plain
-/// decimal digits, which Go reads by rules of its own) or text that does not scan.
+/// decimal digits, which Go reads by rules of its own, or a path deeper than
+/// [`MAX_SEGMENTS`]) or text that does not scan.
+///
+/// One pass over the document: the members along the path are entered as they are met, and
+/// every other value is skipped once.
 pub(super) fn locate(text: &str, segments: &[String]) -> Option<Found> {
-    let bytes = text.as_bytes();
-    let start = skip_whitespace(bytes, 0);
-    // The document's own end only when it is the container: skipping it costs a pass.
-    let end = if segments.is_empty() { skip_value(bytes, start)? } else { bytes.len() };
-    let mut at = start..end;
-    for segment in segments {
-        let next = match bytes.get(at.start)? {
-            b'{' => member(bytes, at.start, segment)?,
-            b'[' => element(bytes, at.start, plain_index(segment)?)?,
-            // A string, number, `true`, `false` or `null` has no members.
-            b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => None,
-            _ => return None,
-        };
-        match next {
-            Some(range) => at = range,
-            None => return Some(Found::Missing),
-        }
+    if segments.len() > MAX_SEGMENTS {
+        return None;
     }
-    match bytes.get(at.start)? {
-        b'{' | b'[' => Some(Found::Container(at)),
-        _ => Some(Found::Missing),
+    let bytes = text.as_bytes();
+    let (_, found) = find(bytes, skip_whitespace(bytes, 0), segments)?;
+    Some(found)
+}
+
+/// Scans the value starting at `at` to its end, following `segments` inside it: that end, and
+/// where the segments lead.
+fn find(bytes: &[u8], at: usize, segments: &[String]) -> Option<(usize, Found)> {
+    let Some((segment, rest)) = segments.split_first() else {
+        let end = skip_value(bytes, at)?;
+        let found = match bytes.get(at)? {
+            b'{' | b'[' => Found::Container(at..end),
+            _ => Found::Missing,
+        };
+        return Some((end, found));
+    };
+    match bytes.get(at)? {
+        b'{' => members(bytes, at, segment, rest),
+        b'[' => elements(bytes, at, plain_index(segment)?, rest),
+        // A string, number, `true`, `false` or `null` has no members.
+        b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => Some((skip_value(bytes, at)?, Found::Missing)),
+        _ => None,
     }
 }
 
@@ -58,14 +69,13 @@ fn plain_index(segment: &str) -> Option<usize> {
     }
 }
 
-/// The value of the last member named `name` of the object opening at `open`: `Some(None)`
-/// when it has none.
-fn member(bytes: &[u8], open: usize, name: &str) -> Option<Option<Range<usize>>> {
+/// The object opening at `open`, followed into the last member named `name` along `rest`.
+fn members(bytes: &[u8], open: usize, name: &str, rest: &[String]) -> Option<(usize, Found)> {
     let mut at = skip_whitespace(bytes, open + 1);
+    let mut found = Found::Missing;
     if *bytes.get(at)? == b'}' {
-        return Some(None);
+        return Some((at + 1, found));
     }
-    let mut found = None;
     loop {
         let key_end = skip_string(bytes, at)?;
         let key = bytes.get(at..key_end)?;
@@ -74,34 +84,41 @@ fn member(bytes: &[u8], open: usize, name: &str) -> Option<Option<Range<usize>>>
             return None;
         }
         let value_start = skip_whitespace(bytes, at + 1);
-        let value_end = skip_value(bytes, value_start)?;
-        if key_is(key, name)? {
-            found = Some(value_start..value_end);
-        }
+        let value_end = if key_is(key, name)? {
+            let (end, inside) = find(bytes, value_start, rest)?;
+            found = inside;
+            end
+        } else {
+            skip_value(bytes, value_start)?
+        };
         at = skip_whitespace(bytes, value_end);
         match bytes.get(at)? {
             b',' => at = skip_whitespace(bytes, at + 1),
-            b'}' => return Some(found),
+            b'}' => return Some((at + 1, found)),
             _ => return None,
         }
     }
 }
 
-/// Element `index` of the array opening at `open`: `Some(None)` when it is shorter.
-fn element(bytes: &[u8], open: usize, index: usize) -> Option<Option<Range<usize>>> {
+/// The array opening at `open`, followed into element `index` along `rest`.
+fn elements(bytes: &[u8], open: usize, index: usize, rest: &[String]) -> Option<(usize, Found)> {
     let mut at = skip_whitespace(bytes, open + 1);
+    let mut found = Found::Missing;
     if *bytes.get(at)? == b']' {
-        return Some(None);
+        return Some((at + 1, found));
     }
     for position in 0.. {
-        let end = skip_value(bytes, at)?;
-        if position == index {
-            return Some(Some(at..end));
-        }
+        let end = if position == index {
+            let (end, inside) = find(bytes, at, rest)?;
+            found = inside;
+            end
+        } else {
+            skip_value(bytes, at)?
+        };
         at = skip_whitespace(bytes, end);
         match bytes.get(at)? {
             b',' => at = skip_whitespace(bytes, at + 1),
-            b']' => return Some(None),
+            b']' => return Some((at + 1, found)),
             _ => return None,
         }
     }
@@ -213,6 +230,8 @@ mod tests {
         assert_eq!(locate(text, &path(&["b", "n", "x"])), Some(Found::Missing));
         assert_eq!(locate(text, &path(&["nope", "x"])), Some(Found::Missing));
         // Indices Go reads by its own rules are left to the tree.
+        let deep: Vec<String> = (0..65).map(|_| "a".to_owned()).collect();
+        assert_eq!(locate(text, &deep), None, "a path deeper than the tree parser reads");
         for index in ["00", "-1", "+0", "01", "", "x"] {
             assert_eq!(locate(text, &path(&["b", "c", index])), None, "{index:?}");
         }

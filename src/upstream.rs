@@ -32,6 +32,8 @@ use crate::review::{ReviewVersion, WebhookResponse, WebhookReview};
 pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A webhook answer larger than this is refused instead of buffered.
 pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// Bytes read from an upstream connection at a time.
+const UPSTREAM_READ_BUFFER: usize = 4096;
 /// How long an idle pooled connection is kept.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Idle connections kept per webhook `host:port`, shared out between the serving threads'
@@ -178,7 +180,11 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .pool_max_idle_per_host(idle_per_pool)
             .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new());
+            .timer(TokioTimer::new())
+            // Answers are small, and a connection keeps its read buffer while it waits for one:
+            // 4 KiB per read (hyper starts at 8) is 8 MiB less with 2,000 calls in flight.
+            // A larger answer takes more reads, not a larger buffer.
+            .http1_read_buf_exact_size(UPSTREAM_READ_BUFFER);
         builder
     };
     Ok(Client {

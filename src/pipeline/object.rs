@@ -189,8 +189,10 @@ impl<'a> ObjectState<'a> {
     /// the request then fails, and the object is not used again. A patch that leaves the
     /// object larger than its limit ([`ObjectState::limited_to`]) is an error too.
     pub(crate) fn apply(&mut self, patch: &Patch) -> Result<bool, PatchError> {
-        if let Some(steps) = patch.steps() {
-            if let Some(applied) = self.apply_to_text(patch, &steps) {
+        // Held only as a tree (after a whole-tree patch no webhook has been sent yet): patch
+        // the tree, without taking the patch apart for nothing.
+        if self.text().is_some() {
+            if let Some(applied) = patch.steps().and_then(|steps| self.apply_to_text(patch, &steps)) {
                 return applied;
             }
         }

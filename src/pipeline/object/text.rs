@@ -71,54 +71,57 @@ fn plain_index(segment: &str) -> Option<usize> {
 
 /// The object opening at `open`, followed into the last member named `name` along `rest`.
 fn members(bytes: &[u8], open: usize, name: &str, rest: &[String]) -> Option<(usize, Found)> {
-    let mut at = skip_whitespace(bytes, open + 1);
     let mut found = Found::Missing;
-    if *bytes.get(at)? == b'}' {
-        return Some((at + 1, found));
-    }
-    loop {
+    let end = each_item(bytes, open, b'}', |at, _| {
         let key_end = skip_string(bytes, at)?;
         let key = bytes.get(at..key_end)?;
-        at = skip_whitespace(bytes, key_end);
-        if *bytes.get(at)? != b':' {
+        let colon = skip_whitespace(bytes, key_end);
+        if *bytes.get(colon)? != b':' {
             return None;
         }
-        let value_start = skip_whitespace(bytes, at + 1);
-        let value_end = if key_is(key, name)? {
-            let (end, inside) = find(bytes, value_start, rest)?;
-            found = inside;
-            end
-        } else {
-            skip_value(bytes, value_start)?
-        };
-        at = skip_whitespace(bytes, value_end);
-        match bytes.get(at)? {
-            b',' => at = skip_whitespace(bytes, at + 1),
-            b'}' => return Some((at + 1, found)),
-            _ => return None,
+        let value = skip_whitespace(bytes, colon + 1);
+        if !key_is(key, name)? {
+            return skip_value(bytes, value);
         }
-    }
+        let (end, inside) = find(bytes, value, rest)?;
+        found = inside;
+        Some(end)
+    })?;
+    Some((end, found))
 }
 
 /// The array opening at `open`, followed into element `index` along `rest`.
 fn elements(bytes: &[u8], open: usize, index: usize, rest: &[String]) -> Option<(usize, Found)> {
-    let mut at = skip_whitespace(bytes, open + 1);
     let mut found = Found::Missing;
-    if *bytes.get(at)? == b']' {
-        return Some((at + 1, found));
+    let end = each_item(bytes, open, b']', |at, position| {
+        if position != index {
+            return skip_value(bytes, at);
+        }
+        let (end, inside) = find(bytes, at, rest)?;
+        found = inside;
+        Some(end)
+    })?;
+    Some((end, found))
+}
+
+/// Walks the items (members or elements) of the container opening at `open` and closing with
+/// `close`: `item` is given each item's start and position and returns its end. The
+/// container's end.
+fn each_item(
+    bytes: &[u8],
+    open: usize,
+    close: u8,
+    mut item: impl FnMut(usize, usize) -> Option<usize>,
+) -> Option<usize> {
+    let mut at = skip_whitespace(bytes, open + 1);
+    if *bytes.get(at)? == close {
+        return Some(at + 1);
     }
     for position in 0.. {
-        let end = if position == index {
-            let (end, inside) = find(bytes, at, rest)?;
-            found = inside;
-            end
-        } else {
-            skip_value(bytes, at)?
-        };
-        at = skip_whitespace(bytes, end);
-        match bytes.get(at)? {
+        at = skip_whitespace(bytes, item(at, position)?);
+        match *bytes.get(at)? {
             b',' => at = skip_whitespace(bytes, at + 1),
-            b']' => return Some((at + 1, found)),
+            byte if byte == close => return Some(at + 1),
             _ => return None,
         }
     }

@@ -93,10 +93,12 @@ ulimit -n "$(ulimit -Hn)" 2> /dev/null || true
 
 # --- build --------------------------------------------------------------------------------
 log "building (release)"
-cargo build --release --locked --example mock-webhook --bin admission-gateway >&2 || die "the release build failed"
+cargo build --release --locked --example mock-webhook --example passthrough --bin admission-gateway >&2 \
+    || die "the release build failed"
 GATEWAY_BIN=${GATEWAY_BIN:-$TARGET_DIR/release/admission-gateway}  # override to compare another build
 MOCK_BIN=$TARGET_DIR/release/examples/mock-webhook
-[ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] || die "the release build failed"
+PASSTHROUGH_BIN=$TARGET_DIR/release/examples/passthrough
+[ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] && [ -x "$PASSTHROUGH_BIN" ] || die "the release build failed"
 
 # --- work directory and cleanup -------------------------------------------------------------
 WORK=$(mktemp -d -t admission-gateway-compare.XXXXXX)
@@ -213,6 +215,17 @@ start_gateway() {
     [ "$(curl -s "http://${GW_METRICS[$name]}/readyz")" = ok ] || die "gateway $name: /readyz is not ok"
     sleep 0.2
     GW_IDLE_MIB[$name]=$(awk -v k="$(memory_kb VmRSS "${GW_PID[$name]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+}
+
+# start_passthrough: the stack's floor (loadtest/passthrough.rs), a pass-through HTTPS proxy to
+# the mock on the gateway's own runtime, TLS and HTTP stack. Sets PASSTHROUGH, PASSTHROUGH_PID.
+start_passthrough() {
+    "$PASSTHROUGH_BIN" --listen 127.0.0.1:0 --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" \
+        --upstream "https://$MOCK" --ca "$WORK/ca.crt" > "$WORK/passthrough.out" 2> "$WORK/passthrough.err" &
+    PASSTHROUGH_PID=$!
+    PIDS+=("$PASSTHROUGH_PID")
+    wait_line "$WORK/passthrough.out" '^listening on https://' passthrough "$PASSTHROUGH_PID"
+    PASSTHROUGH=$(sed -n 's#^listening on https://##p' "$WORK/passthrough.out")
 }
 
 free_port() {
@@ -509,6 +522,17 @@ standard_figures() {
     fi
 }
 
+# floor_figures GATEWAY PASSTHROUGH NGINX: where the stack's floor stands against nginx, and
+# what the gateway's own work on a review costs above it (no targets: they explain the others).
+floor_figures() {
+    local g=$1 p=$2 n=$3 gus pus
+    gus=$(get load "$g" front_us) pus=$(get load "$p" front_us)
+    figure "stack floor: pass-through/nginx throughput" "$(ratio "$(get load "$p" rps)" "$(get load "$n" rps)")×" \
+        "—" "(no target)"
+    figure "gateway CPU per review over the pass-through's" "+$(minus "$gus" "$pus") µs ($(fmt "$gus" %.0f) vs $(fmt "$pus" %.0f))" \
+        "—" "(no target)"
+}
+
 gateway_log_note() { # warnings and errors in a gateway's log
     local n
     n=$(grep -cE '"level":"(WARN|ERROR)"' "$WORK/logs/$1.log" || true)
@@ -524,16 +548,19 @@ scenario_mutate-1() {
     TITLE="one mutating webhook adding a label, $(size_of "$(body 10k $PAD)") B Pod review, TLS both legs"
     start_mock "/label=label:loadtest=yes"
     start_nginx
+    start_passthrough
     { configuration MutatingWebhookConfiguration loadtest
       webhook name=label.loadtest.example.com url="https://$MOCK/label"; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
     target direct "direct (mock /label)" "https://$MOCK/label" "$(body 10k $PAD)" "" "$GATEWAY_MUTATE"
     target nginx "nginx -> mock" "https://$NGINX/label" "$(body 10k $PAD)" "$NGINX_PIDS" "$GATEWAY_MUTATE"
+    target passthrough "pass-through -> mock" "https://$PASSTHROUGH/label" "$(body 10k $PAD)" "$PASSTHROUGH_PID" "$GATEWAY_MUTATE"
     target gateway "gateway /mutate" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
     measure
     print_tables
     echo
     standard_figures gateway nginx direct
+    floor_figures gateway passthrough nginx
     gateway_log_note gateway
     result gateway nginx direct
 }
@@ -542,16 +569,19 @@ scenario_validate-1() {
     TITLE="one validating webhook (allows), $(size_of "$(body 10k $PAD)") B Pod review, TLS both legs"
     start_mock "/allow=allow"
     start_nginx
+    start_passthrough
     { configuration ValidatingWebhookConfiguration loadtest
       webhook name=allow.loadtest.example.com url="https://$MOCK/allow"; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
     target direct "direct (mock /allow)" "https://$MOCK/allow" "$(body 10k $PAD)" "" "$ALLOWED"
     target nginx "nginx -> mock" "https://$NGINX/allow" "$(body 10k $PAD)" "$NGINX_PIDS" "$ALLOWED"
+    target passthrough "pass-through -> mock" "https://$PASSTHROUGH/allow" "$(body 10k $PAD)" "$PASSTHROUGH_PID" "$ALLOWED"
     target gateway "gateway /validate" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$ALLOWED"
     measure
     print_tables
     echo
     standard_figures gateway nginx direct
+    floor_figures gateway passthrough nginx
     gateway_log_note gateway
     result gateway nginx direct
 }

@@ -1,11 +1,15 @@
 //! A smoke run of the load-test mock webhook fleet (`loadtest/mock_webhook.rs`, the
 //! `mock-webhook` example, compiled in here as a module and started in process): every action
 //! over HTTPS and plain HTTP, the delay distributions, a refusing port, a few hundred requests,
-//! and the gateway in front of it. No timing assertions: timing goals live in `loadtest/`.
+//! the gateway in front of it, and the stack's floor (`loadtest/passthrough.rs`) in front of it.
+//! No timing assertions: timing goals live in `loadtest/`.
 
 #[allow(dead_code)]
 #[path = "../../loadtest/mock_webhook.rs"]
 mod mock_webhook;
+#[allow(dead_code)]
+#[path = "../../loadtest/passthrough.rs"]
+mod passthrough;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -240,4 +244,55 @@ async fn the_gateway_in_front_of_the_mock_fleet() {
         let count = calls.iter().find(|(p, _, _)| p == path).map_or(0, |(_, c, _)| *c);
         assert_eq!(count, 20, "{path}: {calls:?}");
     }
+}
+
+/// The stack's floor passes the mock's answers through unread: status and body, whatever the
+/// webhook says, on every serving thread; an upstream that refuses connections is a 502.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_passthrough_forwards_reviews_and_answers_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = start_mock(&dir).await;
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, &ca().cert_pem).unwrap();
+    let options = |upstream: SocketAddr| {
+        let args = [
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &dir.path().join("tls.crt").display().to_string(),
+            "--tls-key",
+            &dir.path().join("tls.key").display().to_string(),
+            "--upstream",
+            &format!("https://{upstream}"),
+            "--ca",
+            &ca_file.display().to_string(),
+            "--threads",
+            "2",
+        ]
+        .map(String::from);
+        passthrough::parse_args(args).expect("valid arguments")
+    };
+    let proxy = passthrough::start(&options(mock.https.unwrap())).expect("the pass-through starts");
+    let review = fixtures::review(POD_CREATE);
+    let (direct, through) =
+        (format!("https://{}", mock.https.unwrap()), format!("https://{}", proxy.address));
+    for path in ["/allow?timeout=10s", "/deny", "/label", "/error"] {
+        let expected = post(&format!("{direct}{path}"), &review).await.unwrap();
+        // Connections spread over both threads: several requests each.
+        for _ in 0..10 {
+            assert_eq!(post(&format!("{through}{path}"), &review).await.unwrap(), expected, "{path}");
+        }
+    }
+    let calls = mock.fleet.calls();
+    for path in ["/allow", "/deny", "/label", "/error"] {
+        let count = calls.iter().find(|(p, _, _)| p == path).map_or(0, |(_, c, _)| *c);
+        assert_eq!(count, 11, "{path}: {calls:?}");
+    }
+
+    let dead = passthrough::start(&options(mock.refusing.unwrap())).expect("the pass-through starts");
+    let (status, _) = post(&format!("https://{}/allow", dead.address), &review).await.unwrap();
+    assert_eq!(status, 502);
+
+    let bad = ["--listen", "127.0.0.1:0", "--upstream", "https://127.0.0.1:1/path"].map(String::from);
+    assert!(passthrough::parse_args(bad).unwrap_err().to_string().contains("expected https://HOST:PORT"));
 }

@@ -9,10 +9,12 @@
 //! control characters escaped, at most [`UNTRUSTED_MAX_BYTES`] kept. Objects, patches and
 //! bodies never reach a log line at all (Secrets pass through admission).
 
+mod answered;
 mod json;
 mod review;
 mod writer;
 
+pub(crate) use answered::ReviewAnswered;
 pub(crate) use review::ReviewLog;
 
 use std::fmt;
@@ -33,6 +35,8 @@ pub enum LogFormat {
 
 /// The process's log writer, once logging is set up (for its dropped-lines count).
 static WRITER: OnceLock<writer::Batched> = OnceLock::new();
+/// The process's line format, once logging is set up.
+static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
 /// Keeps the writer thread; dropping it writes the lines still waiting.
 #[must_use = "dropping the guard stops the log writer"]
@@ -50,6 +54,7 @@ pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
     let (writer, guard) = writer::batched(std::io::stderr())
         .map_err(|error| format!("cannot start the log writer: {error}"))?;
     let _ = WRITER.set(writer.clone());
+    let _ = FORMAT.set(format);
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let installed = match format {
         LogFormat::Json => builder.fmt_fields(json::JsonMembers).event_format(json::JsonLines).try_init(),
@@ -61,6 +66,11 @@ pub fn init(format: LogFormat, level: &str) -> Result<LogGuard, String> {
     };
     installed.map_err(|error| format!("cannot set up logging: {error}"))?;
     Ok(LogGuard(guard))
+}
+
+/// The log writer, when the process writes JSON lines (`answered.rs` writes to it directly).
+fn json_writer() -> Option<&'static writer::Batched> {
+    (FORMAT.get() == Some(&LogFormat::Json)).then(|| WRITER.get()).flatten()
 }
 
 /// Log lines dropped because standard error fell behind.

@@ -157,7 +157,7 @@ pub(super) fn string<W: fmt::Write + ?Sized>(writer: &mut W, text: &str) -> fmt:
 }
 
 /// Escapes what it is given for the inside of a JSON string.
-struct Escaped<'a, W: fmt::Write + ?Sized>(&'a mut W);
+pub(super) struct Escaped<'a, W: fmt::Write + ?Sized>(pub(super) &'a mut W);
 
 impl<W: fmt::Write + ?Sized> fmt::Write for Escaped<'_, W> {
     fn write_str(&mut self, text: &str) -> fmt::Result {

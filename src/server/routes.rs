@@ -14,7 +14,7 @@ use super::body::{self, ReadError, MAX_REVIEW_BYTES};
 use super::metrics::webhooks;
 use super::{ExplainedReview, State};
 use crate::explain::Explanation;
-use crate::logging::{ReviewLog, Untrusted};
+use crate::logging::{ReviewAnswered, ReviewLog, Untrusted};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::{self, Stage};
 use crate::review::{decode, encode};
@@ -157,26 +157,26 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let elapsed = received.elapsed();
     let in_gateway = webhooks::record(&outcome, review.operation().as_str(), elapsed);
     abandoned.answered();
-    // The review's one line: what was asked, what was decided, and each webhook's part.
-    // Bounded words and numbers, and request values through `Untrusted`; never an object.
-    tracing::info!(
-        uid = %Untrusted(&request.uid),
-        stage = stage.as_str(),
-        operation = %review.operation(),
-        group = %Untrusted(&resource.group),
-        version = %Untrusted(&resource.version),
-        resource = %Untrusted(&resource.resource),
-        subresource = %Untrusted(&request.sub_resource),
-        namespace = %Untrusted(&request.namespace),
-        name = %Untrusted(&request.name),
-        allowed = answer.allowed,
+    // The review's one line (`logging/answered.rs`): request values through `Untrusted`, never
+    // an object.
+    ReviewAnswered {
+        uid: &request.uid,
+        stage: stage.as_str(),
+        operation: review.operation().as_str(),
+        group: &resource.group,
+        version: &resource.version,
+        resource: &resource.resource,
+        subresource: &request.sub_resource,
+        namespace: &request.namespace,
+        name: &request.name,
+        allowed: answer.allowed,
         code,
-        mutated = answer.patch.is_some(),
-        total_ms = millis(elapsed),
-        gateway_ms = millis(in_gateway),
-        webhooks = %pipeline::CallRecords(&outcome.calls),
-        "review answered"
-    );
+        mutated: answer.patch.is_some(),
+        total_ms: millis(elapsed),
+        gateway_ms: millis(in_gateway),
+        webhooks: &pipeline::CallRecords(&outcome.calls),
+    }
+    .log();
     let body = encode::answer(review.version, &request.uid, answer);
     if let Some(explained) = &state.explained {
         let _ = explained.send(ExplainedReview { stage, uid: request.uid.clone(), outcome });

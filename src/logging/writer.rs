@@ -83,8 +83,11 @@ impl Write for &Batched {
         if buffer.len() + line.len() > MAX_BUFFERED {
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
         } else {
+            let before = buffer.len();
             buffer.extend_from_slice(line);
-            if buffer.len() >= FLUSH_AT {
+            // Once, as the buffer reaches the mark: each notification is a system call, and
+            // lines go on arriving until the writer has woken and taken the buffer.
+            if before < FLUSH_AT && buffer.len() >= FLUSH_AT {
                 self.shared.wake.notify_one();
             }
         }

@@ -3,8 +3,8 @@
 //! formatted here straight into the log writer — the bytes the `tracing` event would give
 //! (`json.rs`; the test below holds them equal), without the event's dispatch, field visitors
 //! and per-character escaping of values that need none. Otherwise (text lines, a span entered
-//! around the review, a subscriber of the tests' own) it is that `tracing` event. Either way it
-//! is filtered by its target, as any line (`--log-level`, `RUST_LOG`).
+//! or a review's scope around it, a subscriber of the tests' own) it is that `tracing` event.
+//! Either way it is filtered by its target, as any line (`--log-level`, `RUST_LOG`).
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -48,8 +48,10 @@ impl ReviewAnswered<'_> {
             return;
         }
         match super::json_writer() {
-            // Inside a span, the line names it: `tracing`'s own path does that.
-            Some(mut writer) if tracing::Span::current().is_none() => {
+            // Within a span or a review's scope the line names it: `json.rs` does that.
+            Some(mut writer)
+                if tracing::Span::current().is_none() && super::review::current(|_| ()).is_none() =>
+            {
                 thread_local! {
                     static LINE: RefCell<String> = const { RefCell::new(String::new()) };
                 }

@@ -17,6 +17,8 @@
 #
 # Knobs (environment): ROUNDS (3), DURATION (2, seconds per measured run), C1_DURATION (1),
 # WARMUP (1), CONNECTIONS (32), THREADS (wrk -t, 1), RUST_LOG (the gateway's, info),
+# GATEWAY_BIN (the gateway build to measure), GATEWAY_B (a second build, measured beside it in
+# mutate-1 and validate-1: two builds alternating in one run),
 # KEEP_WORK=1 (keep the temporary directory: configurations, logs, wrk outputs).
 # Needs cargo, openssl, curl, python3; installs wrk and nginx with apt-get when missing.
 set -euo pipefail
@@ -96,6 +98,8 @@ log "building (release)"
 cargo build --release --locked --example mock-webhook --example passthrough --bin admission-gateway >&2 \
     || die "the release build failed"
 GATEWAY_BIN=${GATEWAY_BIN:-$TARGET_DIR/release/admission-gateway}  # override to compare another build
+GATEWAY_B=${GATEWAY_B:-} # a second build, measured beside the first in mutate-1 and validate-1
+[ -z "$GATEWAY_B" ] || [ -x "$GATEWAY_B" ] || die "GATEWAY_B=$GATEWAY_B is not an executable"
 MOCK_BIN=$TARGET_DIR/release/examples/mock-webhook
 PASSTHROUGH_BIN=$TARGET_DIR/release/examples/passthrough
 [ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] && [ -x "$PASSTHROUGH_BIN" ] || die "the release build failed"
@@ -194,13 +198,13 @@ start_mock() {
     REFUSING=$(sed -n 's#^refusing on ##p' "$WORK/mock.out")
 }
 
-# start_gateway NAME FLEET_FILE: sets GW_ADDR[NAME], GW_PID[NAME], GW_METRICS[NAME],
+# start_gateway NAME FLEET_FILE [BINARY]: sets GW_ADDR[NAME], GW_PID[NAME], GW_METRICS[NAME],
 # GW_START_MS[NAME] (start to ready) and GW_IDLE_MIB[NAME] (RSS once ready, before any review).
 declare -A GW_ADDR GW_PID GW_METRICS GW_START_MS GW_IDLE_MIB
 start_gateway() {
-    local name=$1 fleet=$2 started line
+    local name=$1 fleet=$2 binary=${3:-$GATEWAY_BIN} started line
     started=$(date +%s%N)
-    NO_COLOR=1 "$GATEWAY_BIN" serve --config "$fleet" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    NO_COLOR=1 "$binary" serve --config "$fleet" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
         --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" > /dev/null 2> "$WORK/logs/$name.log" &
     GW_PID[$name]=$!
     PIDS+=("$!")
@@ -533,6 +537,24 @@ floor_figures() {
         "—" "(no target)"
 }
 
+# second_build STAGE PATH EXPECT: with GATEWAY_B, that build too, on the same fleet, as target
+# gatewayb (in every round, beside the first).
+second_build() {
+    [ -n "$GATEWAY_B" ] || return 0
+    start_gateway gatewayb "$WORK/fleet.yaml" "$GATEWAY_B"
+    target gatewayb "gateway B /$1" "https://${GW_ADDR[gatewayb]}/$1?timeout=10s" "$(body 10k $PAD)" \
+        "${GW_PID[gatewayb]}" "$2"
+}
+
+# second_build_figures: the second build against the first, measured in the same rounds.
+second_build_figures() {
+    [ -n "$GATEWAY_B" ] || return 0
+    figure "gateway B/gateway throughput" "$(ratio "$(get load gatewayb rps)" "$(get load gateway rps)")×" \
+        "—" "(no target)"
+    figure "gateway B CPU per review, against gateway's" \
+        "$(fmt "$(get load gatewayb front_us)" %.1f) vs $(fmt "$(get load gateway front_us)" %.1f) µs" "—" "(no target)"
+}
+
 gateway_log_note() { # warnings and errors in a gateway's log
     local n
     n=$(grep -cE '"level":"(WARN|ERROR)"' "$WORK/logs/$1.log" || true)
@@ -556,11 +578,13 @@ scenario_mutate-1() {
     target nginx "nginx -> mock" "https://$NGINX/label" "$(body 10k $PAD)" "$NGINX_PIDS" "$GATEWAY_MUTATE"
     target passthrough "pass-through -> mock" "https://$PASSTHROUGH/label" "$(body 10k $PAD)" "$PASSTHROUGH_PID" "$GATEWAY_MUTATE"
     target gateway "gateway /mutate" "https://${GW_ADDR[gateway]}/mutate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$GATEWAY_MUTATE"
+    second_build mutate "$GATEWAY_MUTATE"
     measure
     print_tables
     echo
     standard_figures gateway nginx direct
     floor_figures gateway passthrough nginx
+    second_build_figures
     gateway_log_note gateway
     result gateway nginx direct
 }
@@ -577,11 +601,13 @@ scenario_validate-1() {
     target nginx "nginx -> mock" "https://$NGINX/allow" "$(body 10k $PAD)" "$NGINX_PIDS" "$ALLOWED"
     target passthrough "pass-through -> mock" "https://$PASSTHROUGH/allow" "$(body 10k $PAD)" "$PASSTHROUGH_PID" "$ALLOWED"
     target gateway "gateway /validate" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$ALLOWED"
+    second_build validate "$ALLOWED"
     measure
     print_tables
     echo
     standard_figures gateway nginx direct
     floor_figures gateway passthrough nginx
+    second_build_figures
     gateway_log_note gateway
     result gateway nginx direct
 }

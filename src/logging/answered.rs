@@ -192,22 +192,6 @@ fn untrusted(line: &mut String, value: &str) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
-
-    /// Lines a test subscriber wrote.
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// The line, its timestamp taken out.
     fn untimed(line: &str) -> String {
         let (head, rest) = line.split_once("\"timestamp\":\"").unwrap();
@@ -219,16 +203,7 @@ mod tests {
     /// Through the `tracing` event and the JSON line format, as the process would without the
     /// direct path.
     fn through_tracing(answered: &ReviewAnswered<'_>) -> String {
-        let lines = Lines::default();
-        let sink = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || sink.clone())
-            .fmt_fields(super::super::json::JsonMembers)
-            .event_format(super::super::json::JsonLines)
-            .finish();
-        tracing::subscriber::with_default(subscriber, || answered.event());
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-        text
+        super::super::json::tests::json_lines_of(|| answered.event())
     }
 
     #[test]

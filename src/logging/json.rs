@@ -185,7 +185,7 @@ impl<W: fmt::Write + ?Sized> fmt::Write for Escaped<'_, W> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn escaped(text: &str) -> String {
@@ -205,8 +205,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_line_has_the_fields_target_and_span_of_tracing_subscribers_json() {
+    /// What `write` logs through a subscriber with this format, as text.
+    pub(in crate::logging) fn json_lines_of(write: impl FnOnce()) -> String {
         use std::sync::{Arc, Mutex};
         #[derive(Clone, Default)]
         struct Lines(Arc<Mutex<Vec<u8>>>);
@@ -226,7 +226,14 @@ mod tests {
             .fmt_fields(JsonMembers)
             .event_format(JsonLines)
             .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        tracing::subscriber::with_default(subscriber, write);
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        text
+    }
+
+    #[test]
+    fn a_line_has_the_fields_target_and_span_of_tracing_subscribers_json() {
+        let text = json_lines_of(|| {
             let span = tracing::info_span!(
                 "admission_review",
                 uid = "u-1",
@@ -238,7 +245,6 @@ mod tests {
             tracing::info!(allowed = false, code = 403_i64, ms = 1.5_f64, nan = f64::NAN, name = %"a\"b\nc", "review {}", "answered");
         });
         tracing::info!("outside any subscriber");
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
         let line: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
         assert_eq!(line["level"], "INFO");

@@ -132,10 +132,12 @@ pub fn start(options: &Options) -> anyhow::Result<Running> {
 
     let (address, listeners) = bind(options.listen, options.threads)?;
     let (stop, stopped) = watch::channel(false);
+    // The upstream's scheme and authority, written once: each request appends its path.
+    let upstream: Arc<str> = options.upstream.to_string().trim_end_matches('/').into();
     for (listener, index) in listeners.into_iter().zip(1..) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (server_tls, client_tls, upstream, mut stopped) =
-            (server_tls.clone(), client_tls.clone(), options.upstream.clone(), stopped.clone());
+            (server_tls.clone(), client_tls.clone(), upstream.clone(), stopped.clone());
         std::thread::Builder::new().name(format!("passthrough-{index}")).spawn(move || {
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("a listening socket");
@@ -193,7 +195,7 @@ async fn serve(
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
     client: Client,
-    upstream: Uri,
+    upstream: Arc<str>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let builder = auto::Builder::new(TokioExecutor::new());
@@ -217,9 +219,9 @@ async fn serve(
     }
 }
 
-async fn forward(client: &Client, upstream: &Uri, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn forward(client: &Client, upstream: &str, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
-    let uri = format!("{}{}", upstream.to_string().trim_end_matches('/'), path);
+    let uri = format!("{upstream}{path}");
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
         Err(error) => return reply(StatusCode::BAD_REQUEST, format!("reading the request: {error}")),

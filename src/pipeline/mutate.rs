@@ -121,14 +121,16 @@ async fn call_hook(review: &mut Review<'_>, hook: &Arc<Hook>, round: u8) -> (boo
 
 /// The `mutation.webhook…` annotation's value, keys in the API server's order.
 fn mutation_annotation(hook: &Hook, mutated: bool) -> String {
-    // Written into one buffer: every mutating call of every review makes one.
-    let mut value = Vec::with_capacity(hook.configuration.len() + hook.name.len() + 48);
-    value.extend_from_slice(br#"{"configuration":"#);
-    let _ = serde_json::to_writer(&mut value, &hook.configuration);
-    value.extend_from_slice(br#","webhook":"#);
-    let _ = serde_json::to_writer(&mut value, &hook.name);
-    value.extend_from_slice(if mutated { br#","mutated":true}"# } else { br#","mutated":false}"# });
-    String::from_utf8(value).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    #[derive(serde::Serialize)]
+    struct Annotation<'a> {
+        configuration: &'a str,
+        webhook: &'a str,
+        mutated: bool,
+    }
+    let annotation = Annotation { configuration: &hook.configuration, webhook: &hook.name, mutated };
+    // Cannot fail: two strings and a boolean.
+    serde_json::to_string(&annotation)
+        .unwrap_or_else(|error| unreachable!("mutation annotation encoding failed: {error}"))
 }
 
 enum PatchFailure {

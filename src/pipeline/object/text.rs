@@ -71,33 +71,40 @@ fn plain_index(segment: &str) -> Option<usize> {
 
 /// The object opening at `open`, followed into the last member named `name` along `rest`.
 fn members(bytes: &[u8], open: usize, name: &str, rest: &[String]) -> Option<(usize, Found)> {
-    let mut found = Found::Missing;
-    let end = each_item(bytes, open, b'}', |at, _| {
+    follow(bytes, open, b'}', rest, |at, _| {
         let key_end = skip_string(bytes, at)?;
         let key = bytes.get(at..key_end)?;
         let colon = skip_whitespace(bytes, key_end);
         if *bytes.get(colon)? != b':' {
             return None;
         }
-        let value = skip_whitespace(bytes, colon + 1);
-        if !key_is(key, name)? {
-            return skip_value(bytes, value);
-        }
-        let (end, inside) = find(bytes, value, rest)?;
-        found = inside;
-        Some(end)
-    })?;
-    Some((end, found))
+        Some((skip_whitespace(bytes, colon + 1), key_is(key, name)?))
+    })
 }
 
 /// The array opening at `open`, followed into element `index` along `rest`.
 fn elements(bytes: &[u8], open: usize, index: usize, rest: &[String]) -> Option<(usize, Found)> {
+    follow(bytes, open, b']', rest, |at, position| Some((at, position == index)))
+}
+
+/// The container opening at `open` and closing with `close`, followed along `rest` into the
+/// item `choose` picks: given an item's start and position, `choose` returns where the item's
+/// value starts and whether it is the one. Every other value is skipped; the last one picked
+/// wins (a repeated member name).
+fn follow(
+    bytes: &[u8],
+    open: usize,
+    close: u8,
+    rest: &[String],
+    mut choose: impl FnMut(usize, usize) -> Option<(usize, bool)>,
+) -> Option<(usize, Found)> {
     let mut found = Found::Missing;
-    let end = each_item(bytes, open, b']', |at, position| {
-        if position != index {
-            return skip_value(bytes, at);
+    let end = each_item(bytes, open, close, |at, position| {
+        let (value, chosen) = choose(at, position)?;
+        if !chosen {
+            return skip_value(bytes, value);
         }
-        let (end, inside) = find(bytes, at, rest)?;
+        let (end, inside) = find(bytes, value, rest)?;
         found = inside;
         Some(end)
     })?;

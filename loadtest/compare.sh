@@ -535,6 +535,16 @@ floor_figures() {
         "—" "(no target)"
     figure "gateway CPU per review over the pass-through's" "+$(minus "$gus" "$pus") µs ($(fmt "$gus" %.0f) vs $(fmt "$pus" %.0f))" \
         "—" "(no target)"
+    # The load keeps every core busy, so a target's throughput is the machine's CPU time over
+    # what one request costs everyone (client, mock, target): the gateway's CPU per review
+    # at which its throughput would be 0.9× nginx's is what it spends now less the difference.
+    local cores cut
+    cores=$(nproc)
+    cut=$(awk -v c="$cores" -v g="$(get load "$g" rps)" -v n="$(get load "$n" rps)" \
+        'BEGIN { printf "%.1f", (g > 0 && n > 0) ? c * 1e6 / g - c * 1e6 / (0.9 * n) : 0 }')
+    figure "gateway CPU per review that would give 0.9× nginx" \
+        "$(fmt "$(awk -v g="$gus" -v c="$cut" 'BEGIN { print g - c }')" %.0f) µs (now $(fmt "$gus" %.0f); $cores cores busy)" \
+        "—" "(no target)"
 }
 
 # second_build STAGE PATH EXPECT: with GATEWAY_B, that build too, on the same fleet, as target

@@ -44,10 +44,15 @@ pub(crate) struct ReviewAnswered<'a> {
 impl ReviewAnswered<'_> {
     /// Writes the line, if its target is enabled at `info`.
     pub(crate) fn log(&self) {
+        self.log_to(super::json_writer());
+    }
+
+    /// [`Self::log`], with `json` the writer of a process that writes JSON lines.
+    fn log_to(&self, json: Option<&super::writer::Batched>) {
         if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
             return;
         }
-        match super::json_writer() {
+        match json {
             // Within a span or a review's scope the line names it: `json.rs` does that.
             Some(mut writer)
                 if tracing::Span::current().is_none() && super::review::current(|_| ()).is_none() =>
@@ -271,5 +276,61 @@ mod tests {
             assert_eq!(parsed["target"], TARGET);
             assert_eq!(parsed["fields"]["message"], "review answered");
         }
+    }
+
+    #[test]
+    fn within_a_span_or_a_review_the_line_names_it() {
+        #[derive(Clone, Default)]
+        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let (writer, flusher) = super::super::writer::batched(sink.clone()).unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(writer.clone())
+            .fmt_fields(super::super::json::JsonMembers)
+            .event_format(super::super::json::JsonLines)
+            .finish();
+        let calls = "validating/a#0 allowed 200 1.0ms";
+        let answered = ReviewAnswered {
+            uid: "u-1",
+            stage: "validate",
+            operation: "CREATE",
+            group: "",
+            version: "v1",
+            resource: "pods",
+            subresource: "",
+            namespace: "team-a",
+            name: "web",
+            allowed: true,
+            code: 200,
+            mutated: false,
+            total_ms: 1.5,
+            gateway_ms: 0.5,
+            webhooks: &calls,
+        };
+        tracing::subscriber::with_default(subscriber, || {
+            answered.log_to(Some(&writer));
+            super::super::review::ReviewLog::new("u-1", "validate", 7)
+                .sync_scope(|| answered.log_to(Some(&writer)));
+            tracing::info_span!("outer").in_scope(|| answered.log_to(Some(&writer)));
+        });
+        drop(flusher);
+        let written = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> =
+            written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 3, "{written}");
+        assert!(lines.iter().all(|line| line["fields"]["message"] == "review answered"), "{written}");
+        assert_eq!(lines[0].get("span"), None, "{written}");
+        let review = serde_json::json!({"uid": "u-1", "stage": "validate", "generation": 7, "name": "admission_review"});
+        assert_eq!(lines[1]["span"], review, "{written}");
+        assert_eq!(lines[2]["span"], serde_json::json!({"name": "outer"}), "{written}");
     }
 }

@@ -33,6 +33,12 @@ impl ReviewLog {
         REVIEW.scope(self, future).await
     }
 
+    /// Runs `write` with the lines it writes attributed to this review, outside a task.
+    #[cfg(test)]
+    pub(super) fn sync_scope<R>(self, write: impl FnOnce() -> R) -> R {
+        REVIEW.sync_scope(self, write)
+    }
+
     /// `"span":{"uid":…,"stage":…,"generation":…,"name":"admission_review"}`, the members a
     /// `tracing` span of that name would have in a JSON line (`json.rs`).
     pub(super) fn write_json(&self, writer: &mut impl fmt::Write) -> fmt::Result {

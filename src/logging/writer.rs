@@ -38,7 +38,15 @@ pub(crate) struct Flusher {
 }
 
 /// A writer to `out` and the thread that drains it.
-pub(crate) fn batched(mut out: impl Write + Send + 'static) -> std::io::Result<(Batched, Flusher)> {
+pub(crate) fn batched(out: impl Write + Send + 'static) -> std::io::Result<(Batched, Flusher)> {
+    batched_every(out, FLUSH_EVERY)
+}
+
+/// [`batched`], with lines below the mark waiting up to `every`.
+fn batched_every(
+    mut out: impl Write + Send + 'static,
+    every: Duration,
+) -> std::io::Result<(Batched, Flusher)> {
     let shared = Arc::new(Shared::default());
     let thread = {
         let shared = shared.clone();
@@ -48,11 +56,7 @@ pub(crate) fn batched(mut out: impl Write + Send + 'static) -> std::io::Result<(
                 let stopping = {
                     let mut buffer = shared.buffer.lock().unwrap_or_else(|p| p.into_inner());
                     if buffer.len() < FLUSH_AT && !shared.stop.load(Ordering::Acquire) {
-                        buffer = shared
-                            .wake
-                            .wait_timeout(buffer, FLUSH_EVERY)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0;
+                        buffer = shared.wake.wait_timeout(buffer, every).unwrap_or_else(|p| p.into_inner()).0;
                     }
                     std::mem::swap(&mut *buffer, &mut batch);
                     shared.stop.load(Ordering::Acquire)
@@ -152,6 +156,29 @@ mod tests {
         assert_eq!(lines.len(), 1001);
         assert_eq!((lines[0], lines[999], lines[1000]), ("line 0", "line 999", "last"));
         assert_eq!(writer.dropped(), 0);
+    }
+
+    #[test]
+    fn reaching_the_mark_wakes_the_writer() {
+        let sink = Sink::default();
+        // Lines below the mark would wait an hour: only the wake-up at the mark writes them.
+        let (writer, flusher) = batched_every(sink.clone(), Duration::from_secs(3600)).unwrap();
+        let line = [b'x'; 1023].iter().chain(b"\n").copied().collect::<Vec<u8>>();
+        let below = FLUSH_AT / line.len() - 1;
+        assert!(below * line.len() < FLUSH_AT && (below + 1) * line.len() >= FLUSH_AT);
+        for _ in 0..below {
+            (&writer).write_all(&line).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(sink.0.lock().unwrap().is_empty(), "written before the mark");
+        // One more line reaches the mark.
+        (&writer).write_all(&line).unwrap();
+        let waited = std::time::Instant::now();
+        while sink.0.lock().unwrap().len() < FLUSH_AT && waited.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(sink.0.lock().unwrap().len(), (below + 1) * line.len(), "not woken at the mark");
+        drop(flusher);
     }
 
     #[test]

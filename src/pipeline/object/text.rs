@@ -170,7 +170,11 @@ fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
     }
     let mut at = at + 1;
     loop {
-        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        at += next_of(
+            bytes.get(at..)?,
+            |b| matches!(b, b'"' | b'\\'),
+            |rest| memchr::memchr2(b'"', b'\\', rest),
+        )?;
         if *bytes.get(at)? == b'"' {
             return Some(at + 1);
         }
@@ -186,7 +190,11 @@ fn skip_nested(bytes: &[u8], at: usize, open: u8, close: u8) -> Option<usize> {
     let mut depth = 0usize;
     let mut at = at;
     loop {
-        at += memchr::memchr3(b'"', open, close, bytes.get(at..)?)?;
+        at += next_of(
+            bytes.get(at..)?,
+            |b| b == b'"' || b == open || b == close,
+            |rest| memchr::memchr3(b'"', open, close, rest),
+        )?;
         match *bytes.get(at)? {
             b'"' => at = skip_string(bytes, at)?,
             byte if byte == open => {
@@ -201,6 +209,24 @@ fn skip_nested(bytes: &[u8], at: usize, open: u8, close: u8) -> Option<usize> {
                 }
             }
         }
+    }
+}
+
+/// Bytes looked at one by one before a search is handed to `memchr`: most strings of a
+/// document, and most gaps between them, are shorter, and a vectorized search costs its set-up.
+const SHORT: usize = 8;
+
+/// The position of the first byte of `bytes` that is `wanted`, found by `search` beyond the
+/// first [`SHORT`] bytes.
+fn next_of(
+    bytes: &[u8],
+    wanted: impl Fn(u8) -> bool,
+    search: impl Fn(&[u8]) -> Option<usize>,
+) -> Option<usize> {
+    let head = bytes.len().min(SHORT);
+    match bytes[..head].iter().position(|b| wanted(*b)) {
+        Some(at) => Some(at),
+        None => search(&bytes[head..]).map(|at| head + at),
     }
 }
 

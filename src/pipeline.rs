@@ -127,7 +127,7 @@ impl fmt::Display for CallRecord {
         }
         write!(f, " {}", self.code())?;
         if self.sent {
-            write!(f, " {:.2}ms", self.latency.as_secs_f64() * 1e3)?;
+            write!(f, " {}", Millis(self.latency))?;
         }
         if self.rejected() {
             f.write_str(" rejected")?;
@@ -136,6 +136,17 @@ impl fmt::Display for CallRecord {
             write!(f, " mode={}", self.mode.as_str())?;
         }
         Ok(())
+    }
+}
+
+/// A latency in milliseconds to two decimals, rounded half up: `1.25ms`. Integer arithmetic:
+/// every review's log line has one per call.
+struct Millis(std::time::Duration);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hundredths = (self.0.as_nanos() + 5_000) / 10_000;
+        write!(f, "{}.{:02}ms", hundredths / 100, hundredths % 100)
     }
 }
 
@@ -595,6 +606,35 @@ impl Judged {
             judgement: Judgement::Fail(status),
             outcome,
             kind: CallOutcome::Error { reason, code: 0, failed_open: false },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Millis;
+
+    #[test]
+    fn latencies_read_in_milliseconds_to_two_decimals() {
+        let cases = [
+            (Duration::ZERO, "0.00ms"),
+            (Duration::from_nanos(4_999), "0.00ms"),
+            (Duration::from_nanos(5_000), "0.01ms"),
+            (Duration::from_micros(1_234), "1.23ms"),
+            (Duration::from_micros(1_235), "1.24ms"),
+            (Duration::from_nanos(12_999_999), "13.00ms"),
+            (Duration::from_secs(3), "3000.00ms"),
+        ];
+        for (latency, shown) in cases {
+            assert_eq!(Millis(latency).to_string(), shown, "{latency:?}");
+        }
+        // Away from a half-way point, what floating point formatting shows.
+        for micros in (0..50_000_u64).step_by(37) {
+            let latency = Duration::from_nanos(micros * 1_000 + 1_234);
+            let float = format!("{:.2}ms", latency.as_secs_f64() * 1e3);
+            assert_eq!(Millis(latency).to_string(), float, "{latency:?}");
         }
     }
 }

@@ -489,7 +489,7 @@ impl<'r> Review<'r> {
                 timeout: timeout.clone(),
                 latency_ms: millis(called.latency),
                 outcome,
-                patch,
+                patch: patch.as_ref().map(crate::patch::Patch::annotation_json),
                 mutated,
             },
             None => Step::NotCalled {
@@ -553,8 +553,8 @@ impl Failure for BudgetExhausted {
 /// What a mutating webhook's call did to the object, for the explanation.
 #[derive(Default)]
 pub(crate) struct Mutation {
-    /// The patch applied, as JSON.
-    pub(crate) patch: Option<String>,
+    /// The patch applied; written out only for an explanation.
+    pub(crate) patch: Option<crate::patch::Patch>,
     /// Whether it changed the object.
     pub(crate) mutated: bool,
 }

@@ -138,7 +138,7 @@ enum PatchFailure {
     Internal(Status),
 }
 
-/// §10.3, in the API server's order. Returns (changed, patch annotation JSON if applied).
+/// §10.3, in the API server's order. Returns (changed, the patch if applied).
 /// The `patch.webhook…` annotation holds the patch itself and is only written when the
 /// settings ask for it (`auditPatchAnnotations`): see `config/settings.rs`.
 fn apply_patch(
@@ -148,7 +148,7 @@ fn apply_patch(
     object: &mut ObjectState<'_>,
     records: &mut Records,
     audit_patch: bool,
-) -> Result<(bool, Option<String>), PatchFailure> {
+) -> Result<(bool, Option<Patch>), PatchFailure> {
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok((false, None));
     };
@@ -172,8 +172,8 @@ fn apply_patch(
     }
     let changed =
         object.apply(&patch).map_err(|e| PatchFailure::Internal(verdict::internal_error(&e.to_string())))?;
-    let patch_json = patch.annotation_json();
     if audit_patch {
+        let patch_json = patch.annotation_json();
         // Built by hand so the patch stays verbatim and the keys keep the API server's order.
         let value = format!(
             r#"{{"configuration":{},"webhook":{},"patch":{patch_json},"patchType":"JSONPatch"}}"#,
@@ -183,5 +183,5 @@ fn apply_patch(
         records
             .annotate(format!("patch.webhook.admission.k8s.io/round_{round}_index_{}", hook.position), value);
     }
-    Ok((changed, Some(patch_json)))
+    Ok((changed, Some(patch)))
 }

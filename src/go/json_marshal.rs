@@ -7,10 +7,17 @@ use std::fmt::Write as _;
 #[cfg(test)]
 mod tests;
 
-/// A JSON string as Go's `json.Marshal` writes it (HTML-safe).
+/// A JSON string as Go's `json.Marshal` writes it (HTML-safe). Copied in runs between the
+/// characters it escapes.
 pub(crate) fn push_string(out: &mut String, text: &str) {
     out.push('"');
-    for c in text.chars() {
+    let mut run = 0;
+    for (at, c) in text.char_indices() {
+        if !matches!(c, '"' | '\\' | '\0'..='\u{1f}' | '<' | '>' | '&' | '\u{2028}' | '\u{2029}') {
+            continue;
+        }
+        out.push_str(&text[run..at]);
+        run = at + c.len_utf8();
         let _ = match c {
             '"' | '\\' => write!(out, "\\{c}"),
             '\u{8}' => write!(out, "\\b"),
@@ -18,21 +25,21 @@ pub(crate) fn push_string(out: &mut String, text: &str) {
             '\n' => write!(out, "\\n"),
             '\r' => write!(out, "\\r"),
             '\t' => write!(out, "\\t"),
-            '\0'..='\u{1f}' | '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                write!(out, "\\u{:04x}", u32::from(c))
-            }
-            c => write!(out, "{c}"),
+            _ => write!(out, "\\u{:04x}", u32::from(c)),
         };
     }
+    out.push_str(&text[run..]);
     out.push('"');
 }
 
 /// Valid JSON text as Go's `json.Marshal` writes a `json.RawMessage`: whitespace outside strings
-/// dropped, `<`, `>`, `&`, U+2028 and U+2029 escaped, everything else verbatim.
+/// dropped, `<`, `>`, `&`, U+2028 and U+2029 escaped, everything else verbatim. Copied in runs
+/// between the characters it drops or escapes.
 pub(crate) fn push_compact(out: &mut String, json: &str) {
     let (mut in_string, mut escaped) = (false, false);
-    for c in json.chars() {
-        if in_string {
+    let mut run = 0;
+    for (at, c) in json.char_indices() {
+        let dropped = if in_string {
             if escaped {
                 escaped = false;
             } else if c == '\\' {
@@ -40,14 +47,21 @@ pub(crate) fn push_compact(out: &mut String, json: &str) {
             } else if c == '"' {
                 in_string = false;
             }
+            false
         } else if c == '"' {
             in_string = true;
-        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
-            continue;
-        }
-        let _ = match c {
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => write!(out, "\\u{:04x}", u32::from(c)),
-            c => write!(out, "{c}"),
+            false
+        } else {
+            matches!(c, ' ' | '\t' | '\n' | '\r')
         };
+        let html = matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}');
+        if dropped || html {
+            out.push_str(&json[run..at]);
+            run = at + c.len_utf8();
+            if html {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+        }
     }
+    out.push_str(&json[run..]);
 }

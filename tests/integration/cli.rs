@@ -130,6 +130,9 @@ async fn review_prints_the_trace_and_the_response() {
             "{call:?}…{outcome:?} not in:\n{stdout}"
         );
     }
+    // The patch a call applied, as the audit annotation would hold it.
+    let patch = r#"patch: [{"op":"add","path":"/metadata/labels/team","value":"payments"}]"#;
+    assert!(stdout.lines().any(|line| line.trim_start() == patch), "{patch:?} not in:\n{stdout}");
     assert!(
         stdout.contains(
             "Validating round 0: skip checks/canary.example.com: objectSelector matches neither object nor oldObject"

@@ -18,6 +18,13 @@ fn strings_are_written_as_go_writes_them() {
         push_string(&mut out, &char::from(byte).to_string());
         assert_eq!(out, want, "{byte:#x}");
     }
+    for (text, want) in
+        [("é<ü", r#""é\u003cü""#), ("plain", r#""plain""#), ("a\"", r#""a\"""#), ("", r#""""#)]
+    {
+        let mut out = String::new();
+        push_string(&mut out, text);
+        assert_eq!(out, want, "{text:?}");
+    }
     let mut out = String::new();
     push_string(&mut out, "<html>foo &\u{2028} \u{2029}</html> \"q\" \\ \u{7f} \u{e9}");
     assert_eq!(
@@ -39,6 +46,9 @@ fn raw_messages_are_compacted_and_html_escaped() {
         (" [ 1 ,\n\t2 ,\r3 ] ", "[1,2,3]"),
         (r#"{ "a b" : "c \" d < e" , "\\" : [ ] }"#, r#"{"a b":"c \" d \u003c e","\\":[]}"#),
         ("\"\u{2028}&\u{2029}>\"", r#""\u2028\u0026\u2029\u003e""#),
+        // Runs copied whole around what is dropped or escaped, multi-byte characters included.
+        ("\"é<ü\" ", r#""é\u003cü""#),
+        ("[\"ä\" , \"\\\"&\u{2028}\"]", r#"["ä","\"\u0026\u2028"]"#),
     ];
     for (json, want) in cases {
         let mut out = String::new();

@@ -280,18 +280,7 @@ mod tests {
 
     #[test]
     fn within_a_span_or_a_review_the_line_names_it() {
-        #[derive(Clone, Default)]
-        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Sink {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let sink = Sink::default();
+        let sink = super::super::writer::tests::Sink::default();
         let (writer, flusher) = super::super::writer::batched(sink.clone()).unwrap();
         let subscriber = tracing_subscriber::fmt()
             .with_writer(writer.clone())
@@ -323,7 +312,7 @@ mod tests {
             tracing::info_span!("outer").in_scope(|| answered.log_to(Some(&writer)));
         });
         drop(flusher);
-        let written = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let written = sink.text();
         let lines: Vec<serde_json::Value> =
             written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 3, "{written}");

@@ -207,19 +207,7 @@ pub(super) mod tests {
 
     /// What `write` logs through a subscriber with this format, as text.
     pub(in crate::logging) fn json_lines_of(write: impl FnOnce()) -> String {
-        use std::sync::{Arc, Mutex};
-        #[derive(Clone, Default)]
-        struct Lines(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
+        let lines = super::super::writer::tests::Sink::default();
         let sink = lines.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_writer(move || sink.clone())
@@ -227,8 +215,7 @@ pub(super) mod tests {
             .event_format(JsonLines)
             .finish();
         tracing::subscriber::with_default(subscriber, write);
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-        text
+        lines.text()
     }
 
     #[test]

@@ -122,12 +122,19 @@ impl Drop for Flusher {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// A `Write` the test can read back.
+    /// A `Write` the logging tests can read back.
     #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
+    pub(in crate::logging) struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Sink {
+        /// Everything written so far.
+        pub(in crate::logging) fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
 
     impl Write for Sink {
         fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
@@ -151,7 +158,7 @@ mod tests {
         assert_eq!(sink.0.lock().unwrap().iter().filter(|b| **b == b'\n').count(), 1000);
         (&writer).write_all(b"last\n").unwrap();
         drop(flusher);
-        let written = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let written = sink.text();
         let lines: Vec<&str> = written.lines().collect();
         assert_eq!(lines.len(), 1001);
         assert_eq!((lines[0], lines[999], lines[1000]), ("line 0", "line 999", "last"));

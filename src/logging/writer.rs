@@ -54,10 +54,15 @@ fn batched_every(
             let mut batch = Vec::with_capacity(FLUSH_AT);
             loop {
                 let stopping = {
-                    let mut buffer = shared.buffer.lock().unwrap_or_else(|p| p.into_inner());
-                    if buffer.len() < FLUSH_AT && !shared.stop.load(Ordering::Acquire) {
-                        buffer = shared.wake.wait_timeout(buffer, every).unwrap_or_else(|p| p.into_inner()).0;
-                    }
+                    let buffer = shared.buffer.lock().unwrap_or_else(|p| p.into_inner());
+                    // Until the mark, the stop or `every`: a spurious wake-up waits on.
+                    let below_mark = |buffer: &mut Vec<u8>| {
+                        buffer.len() < FLUSH_AT && !shared.stop.load(Ordering::Acquire)
+                    };
+                    let (mut buffer, _) = shared
+                        .wake
+                        .wait_timeout_while(buffer, every, below_mark)
+                        .unwrap_or_else(|p| p.into_inner());
                     std::mem::swap(&mut *buffer, &mut batch);
                     shared.stop.load(Ordering::Acquire)
                 };
@@ -113,7 +118,11 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Batched {
 
 impl Drop for Flusher {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        {
+            // Under the lock, so the writer cannot miss the wake-up between its check and its wait.
+            let _buffer = self.shared.buffer.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.stop.store(true, Ordering::Release);
+        }
         self.shared.wake.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

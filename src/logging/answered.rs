@@ -280,10 +280,14 @@ mod tests {
 
     #[test]
     fn within_a_span_or_a_review_the_line_names_it() {
-        let sink = super::super::writer::tests::Sink::default();
-        let (writer, flusher) = super::super::writer::batched(sink.clone()).unwrap();
+        use super::super::writer::{batched, tests::Sink};
+        // The direct path writes to its own writer, the `tracing` event to the subscriber's:
+        // which path each line took shows in where it lands.
+        let (direct, traced) = (Sink::default(), Sink::default());
+        let (direct_writer, direct_flusher) = batched(direct.clone()).unwrap();
+        let (traced_writer, traced_flusher) = batched(traced.clone()).unwrap();
         let subscriber = tracing_subscriber::fmt()
-            .with_writer(writer.clone())
+            .with_writer(traced_writer)
             .fmt_fields(super::super::json::JsonMembers)
             .event_format(super::super::json::JsonLines)
             .finish();
@@ -306,20 +310,21 @@ mod tests {
             webhooks: &calls,
         };
         tracing::subscriber::with_default(subscriber, || {
-            answered.log_to(Some(&writer));
+            answered.log_to(Some(&direct_writer));
             super::super::review::ReviewLog::new("u-1", "validate", 7)
-                .sync_scope(|| answered.log_to(Some(&writer)));
-            tracing::info_span!("outer").in_scope(|| answered.log_to(Some(&writer)));
+                .sync_scope(|| answered.log_to(Some(&direct_writer)));
+            tracing::info_span!("outer").in_scope(|| answered.log_to(Some(&direct_writer)));
         });
-        drop(flusher);
-        let written = sink.text();
-        let lines: Vec<serde_json::Value> =
-            written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        assert_eq!(lines.len(), 3, "{written}");
-        assert!(lines.iter().all(|line| line["fields"]["message"] == "review answered"), "{written}");
-        assert_eq!(lines[0].get("span"), None, "{written}");
+        drop((direct_flusher, traced_flusher));
+        let parse = |text: String| -> Vec<serde_json::Value> {
+            text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+        };
+        let (direct, traced) = (parse(direct.text()), parse(traced.text()));
+        assert_eq!((direct.len(), traced.len()), (1, 2), "{direct:?}\n{traced:?}");
+        assert!(direct.iter().chain(&traced).all(|line| line["fields"]["message"] == "review answered"));
+        assert_eq!(direct[0].get("span"), None, "{direct:?}");
         let review = serde_json::json!({"uid": "u-1", "stage": "validate", "generation": 7, "name": "admission_review"});
-        assert_eq!(lines[1]["span"], review, "{written}");
-        assert_eq!(lines[2]["span"], serde_json::json!({"name": "outer"}), "{written}");
+        assert_eq!(traced[0]["span"], review, "{traced:?}");
+        assert_eq!(traced[1]["span"], serde_json::json!({"name": "outer"}), "{traced:?}");
     }
 }

@@ -221,15 +221,19 @@ start_gateway() {
     GW_IDLE_MIB[$name]=$(awk -v k="$(memory_kb VmRSS "${GW_PID[$name]}")" 'BEGIN { printf "%.1f", k / 1024 }')
 }
 
-# start_passthrough: the stack's floor (loadtest/passthrough.rs), a pass-through HTTPS proxy to
-# the mock on the gateway's own runtime, TLS and HTTP stack. Sets PASSTHROUGH, PASSTHROUGH_PID.
+# start_passthrough [VAR [ARGS...]]: the stack's floor (loadtest/passthrough.rs), a pass-through
+# HTTPS proxy to the mock on the gateway's own runtime, TLS and HTTP stack; ARGS such as
+# --codec go to it. Sets $VAR (PASSTHROUGH unless given: its address) and ${VAR}_PID.
 start_passthrough() {
+    local var=${1:-PASSTHROUGH} pid
+    shift $(($# > 0 ? 1 : 0))
     "$PASSTHROUGH_BIN" --listen 127.0.0.1:0 --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" \
-        --upstream "https://$MOCK" --ca "$WORK/ca.crt" > "$WORK/passthrough.out" 2> "$WORK/passthrough.err" &
-    PASSTHROUGH_PID=$!
-    PIDS+=("$PASSTHROUGH_PID")
-    wait_line "$WORK/passthrough.out" '^listening on https://' passthrough "$PASSTHROUGH_PID"
-    PASSTHROUGH=$(sed -n 's#^listening on https://##p' "$WORK/passthrough.out")
+        --upstream "https://$MOCK" --ca "$WORK/ca.crt" "$@" > "$WORK/$var.out" 2> "$WORK/$var.err" &
+    pid=$!
+    PIDS+=("$pid")
+    wait_line "$WORK/$var.out" '^listening on https://' passthrough "$pid"
+    printf -v "$var" '%s' "$(sed -n 's#^listening on https://##p' "$WORK/$var.out")"
+    printf -v "${var}_PID" '%s' "$pid"
 }
 
 free_port() {
@@ -526,15 +530,24 @@ standard_figures() {
     fi
 }
 
-# floor_figures GATEWAY PASSTHROUGH NGINX: where the stack's floor stands against nginx, and
-# what the gateway's own work on a review costs above it (no targets: they explain the others).
+# floor_figures GATEWAY PASSTHROUGH NGINX [CODEC]: where the stack's floor stands against nginx,
+# and what the gateway's own work on a review costs above it; with CODEC (the pass-through with
+# --codec), how much of that the review's JSON alone costs (no targets: they explain the others).
 floor_figures() {
-    local g=$1 p=$2 n=$3 gus pus
+    local g=$1 p=$2 n=$3 c=${4:-} gus pus cus
     gus=$(get load "$g" front_us) pus=$(get load "$p" front_us)
     figure "stack floor: pass-through/nginx throughput" "$(ratio "$(get load "$p" rps)" "$(get load "$n" rps)")×" \
         "—" "(no target)"
     figure "gateway CPU per review over the pass-through's" "+$(minus "$gus" "$pus") µs ($(fmt "$gus" %.0f) vs $(fmt "$pus" %.0f))" \
         "—" "(no target)"
+    if [ -n "$c" ]; then
+        cus=$(get load "$c" front_us)
+        figure "codec floor: pass-through+codec/nginx throughput" \
+            "$(ratio "$(get load "$c" rps)" "$(get load "$n" rps)")×" "—" "(no target)"
+        figure "the review's codec alone, CPU over the pass-through's" "+$(minus "$cus" "$pus") µs" "—" "(no target)"
+        figure "gateway own steps: CPU over the codec floor's" "+$(minus "$gus" "$cus") µs" \
+            "—" "(no target)"
+    fi
     # The load keeps every core busy, so a target's throughput is the machine's CPU time over
     # what one request costs everyone (client, mock, target): the gateway's CPU per review
     # at which its throughput would be 0.9× nginx's is what it spends now less the difference.
@@ -604,19 +617,21 @@ scenario_validate-1() {
     start_mock "/allow=allow"
     start_nginx
     start_passthrough
+    start_passthrough CODEC --codec
     { configuration ValidatingWebhookConfiguration loadtest
       webhook name=allow.loadtest.example.com url="https://$MOCK/allow"; } > "$WORK/fleet.yaml"
     start_gateway gateway "$WORK/fleet.yaml"
     target direct "direct (mock /allow)" "https://$MOCK/allow" "$(body 10k $PAD)" "" "$ALLOWED"
     target nginx "nginx -> mock" "https://$NGINX/allow" "$(body 10k $PAD)" "$NGINX_PIDS" "$ALLOWED"
     target passthrough "pass-through -> mock" "https://$PASSTHROUGH/allow" "$(body 10k $PAD)" "$PASSTHROUGH_PID" "$ALLOWED"
+    target codec "pass-through+codec -> mock" "https://$CODEC/allow" "$(body 10k $PAD)" "$CODEC_PID" "$ALLOWED"
     target gateway "gateway /validate" "https://${GW_ADDR[gateway]}/validate?timeout=10s" "$(body 10k $PAD)" "${GW_PID[gateway]}" "$ALLOWED"
     second_build validate "$ALLOWED"
     measure
     print_tables
     echo
     standard_figures gateway nginx direct
-    floor_figures gateway passthrough nginx
+    floor_figures gateway passthrough nginx codec
     second_build_figures
     gateway_log_note gateway
     result gateway nginx direct

@@ -7,7 +7,7 @@
 //! ```text
 //! cargo run --release --example passthrough -- \
 //!     --listen ADDR --tls-cert CERT --tls-key KEY --upstream https://HOST:PORT --ca CA_PEM \
-//!     [--threads N]
+//!     [--threads N] [--codec]
 //! ```
 //!
 //! A request `POST /PATH?QUERY` is sent on as `POST https://HOST:PORT/PATH?QUERY` with the
@@ -15,6 +15,13 @@
 //! application/json`. An upstream that cannot be reached gets 502. Port 0 picks a free port;
 //! once bound, `listening on https://ADDR` is printed on standard output. `--threads` defaults
 //! to one per core, as the gateway's `--threads`.
+//!
+//! `--codec` adds the codec work of a review with one validating webhook, done by the
+//! gateway's own code (`src/bench.rs`): the received review decoded (400 if it is not one),
+//! the webhook's request encoded from it, the webhook's answer decoded, and the caller
+//! answered in the review's version with the webhook's verdict. It measures what the review's
+//! JSON alone costs on this stack — what no gateway that decodes and re-encodes could shed —
+//! apart from the gateway's own steps (matching, deadlines, metrics, the log line).
 //!
 //! `loadtest/compare.sh` runs it beside nginx: what the gateway costs above it is the cost of
 //! its own work on a review (decoding, matching, encoding, the log line, metrics), not of the
@@ -39,7 +46,7 @@ use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::CertificateDer;
 use tokio::sync::watch;
 
-use admission_gateway::testbed;
+use admission_gateway::{bench, testbed};
 
 /// The gateway's allocator (`src/main.rs`); not where this file is compiled into the tests.
 #[cfg(not(test))]
@@ -47,7 +54,7 @@ use admission_gateway::testbed;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub const USAGE: &str = "usage: passthrough --listen ADDR --tls-cert PATH --tls-key PATH \
-                         --upstream https://HOST:PORT --ca PATH [--threads N]";
+                         --upstream https://HOST:PORT --ca PATH [--threads N] [--codec]";
 
 /// Idle upstream connections a serving thread keeps (the gateway shares 256 out per thread).
 const IDLE_UPSTREAM_CONNECTIONS: usize = 256;
@@ -64,13 +71,20 @@ pub struct Options {
     /// The upstream's certificate authority (PEM).
     pub ca: PathBuf,
     pub threads: usize,
+    /// Decode the review and the answer and encode both again (`--codec`).
+    pub codec: bool,
 }
 
 pub fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Options> {
     let (mut listen, mut tls_cert, mut tls_key, mut upstream, mut ca, mut threads) =
         (None, None, None, None, None, None);
+    let mut codec = false;
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
+        if flag == "--codec" {
+            codec = true;
+            continue;
+        }
         let value = args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
         match flag.as_str() {
             "--listen" => listen = Some(value.parse().with_context(|| format!("--listen {value}"))?),
@@ -98,6 +112,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Opti
         threads: threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
             .max(1),
+        codec,
     })
 }
 
@@ -134,6 +149,7 @@ pub fn start(options: &Options) -> anyhow::Result<Running> {
     let (stop, stopped) = watch::channel(false);
     // The upstream's scheme and authority, written once: each request appends its path.
     let upstream: Arc<str> = options.upstream.to_string().trim_end_matches('/').into();
+    let codec = options.codec;
     for (listener, index) in listeners.into_iter().zip(1..) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (server_tls, client_tls, upstream, mut stopped) =
@@ -143,7 +159,7 @@ pub fn start(options: &Options) -> anyhow::Result<Running> {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("a listening socket");
                 let client = client((*client_tls).clone());
                 tokio::select! {
-                    () = serve(listener, server_tls, client, upstream) => {}
+                    () = serve(listener, server_tls, client, upstream, codec) => {}
                     _ = stopped.wait_for(|stop| *stop) => {}
                 }
             });
@@ -196,6 +212,7 @@ async fn serve(
     tls: Arc<rustls::ServerConfig>,
     client: Client,
     upstream: Arc<str>,
+    codec: bool,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let builder = auto::Builder::new(TokioExecutor::new());
@@ -212,20 +229,30 @@ async fn serve(
             let Ok(stream) = acceptor.accept(stream).await else { return };
             let service = hyper::service::service_fn(move |request| {
                 let (client, upstream) = (client.clone(), upstream.clone());
-                async move { Ok::<_, Infallible>(forward(&client, &upstream, request).await) }
+                async move { Ok::<_, Infallible>(forward(&client, &upstream, codec, request).await) }
             });
             let _ = builder.serve_connection(TokioIo::new(stream), service).await;
         });
     }
 }
 
-async fn forward(client: &Client, upstream: &str, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn forward(
+    client: &Client,
+    upstream: &str,
+    codec: bool,
+    request: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
     let uri = format!("{upstream}{path}");
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
         Err(error) => return reply(StatusCode::BAD_REQUEST, format!("reading the request: {error}")),
     };
+    let review = match codec.then(|| bench::decode(&body)).transpose() {
+        Ok(review) => review,
+        Err(error) => return reply(StatusCode::BAD_REQUEST, format!("decoding the review: {error}")),
+    };
+    let body = review.as_ref().map_or(body, |review| Bytes::from(bench::encode_webhook_request(review)));
     let sent =
         Request::post(uri).header(http::header::CONTENT_TYPE, "application/json").body(Full::new(body));
     let answer = match sent {
@@ -237,14 +264,20 @@ async fn forward(client: &Client, upstream: &str, request: Request<Incoming>) ->
         Err(error) => return reply(StatusCode::BAD_GATEWAY, format!("upstream: {error}")),
     };
     let status = answer.status();
-    match answer.into_body().collect().await {
-        Ok(body) => Response::builder()
-            .status(status)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(body.to_bytes()))
-            .unwrap_or_else(|_| Response::new(Full::default())),
-        Err(error) => reply(StatusCode::BAD_GATEWAY, format!("upstream answer: {error}")),
-    }
+    let body = match answer.into_body().collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(error) => return reply(StatusCode::BAD_GATEWAY, format!("upstream answer: {error}")),
+    };
+    let body = match review.map(|review| bench::answer_from_webhook(&review, &body)) {
+        None => body,
+        Some(Ok(answer)) => Bytes::from(answer),
+        Some(Err(error)) => return reply(StatusCode::BAD_GATEWAY, format!("upstream answer: {error}")),
+    };
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body))
+        .unwrap_or_else(|_| Response::new(Full::default()))
 }
 
 fn reply(status: StatusCode, text: String) -> Response<Full<Bytes>> {

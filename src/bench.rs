@@ -69,6 +69,16 @@ pub fn encode_answer(review: &Review, patch: Option<Vec<u8>>) -> Vec<u8> {
     encode::answer(review.0.version, &review.0.request.uid, &answer)
 }
 
+/// A webhook's answer `body` decoded as the gateway decodes one (`upstream.rs`), then the
+/// answer to `review` in its version with that verdict: the codec work of a review with one
+/// validating webhook, without the gateway's own (`loadtest/passthrough.rs --codec`).
+pub fn answer_from_webhook(review: &Review, body: &[u8]) -> Result<Vec<u8>, String> {
+    let webhook = crate::upstream::decode_review(body)?;
+    let allowed = webhook.response.is_some_and(|response| response.allowed);
+    let answer = Answer { allowed, ..Answer::default() };
+    Ok(encode::answer(review.0.version, &review.0.request.uid, &answer))
+}
+
 /// The request a v1 webhook is sent for `review`, its object unchanged
 /// (`pipeline/call.rs`, `review::encode::request`).
 pub fn encode_webhook_request(review: &Review) -> Vec<u8> {

@@ -434,7 +434,7 @@ pub(crate) struct Sent<'a> {
 /// The body as Go's decoder reads it: a syntax error in Go's words (for a JSON body, which is
 /// what the API server's JSON serializer recognises: a `{` first), and the last of duplicate
 /// keys kept (serde refuses them in a struct; a map keeps the last).
-fn decode_review(body: &[u8]) -> Result<WebhookReview, String> {
+pub(crate) fn decode_review(body: &[u8]) -> Result<WebhookReview, String> {
     match serde_json::from_slice(body) {
         Ok(review) => Ok(review),
         Err(error) if error.to_string().starts_with("duplicate field") => {

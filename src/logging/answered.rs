@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
+use std::time::Duration;
 
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::{FormatTime as _, SystemTime};
@@ -36,8 +37,10 @@ pub(crate) struct ReviewAnswered<'a> {
     pub(crate) allowed: bool,
     pub(crate) code: i64,
     pub(crate) mutated: bool,
-    pub(crate) total_ms: f64,
-    pub(crate) gateway_ms: f64,
+    /// The review's time in the gateway, and the gateway's own share of it (`total_ms`,
+    /// `gateway_ms`: milliseconds to the microsecond).
+    pub(crate) total: Duration,
+    pub(crate) gateway: Duration,
     pub(crate) webhooks: &'a dyn fmt::Display,
 }
 
@@ -91,8 +94,8 @@ impl ReviewAnswered<'_> {
             allowed = self.allowed,
             code = self.code,
             mutated = self.mutated,
-            total_ms = self.total_ms,
-            gateway_ms = self.gateway_ms,
+            total_ms = millis(self.total),
+            gateway_ms = millis(self.gateway),
             webhooks = %self.webhooks,
             "review answered"
         );
@@ -120,14 +123,8 @@ impl ReviewAnswered<'_> {
             untrusted(line, value)?;
         }
         write!(line, ",\"allowed\":{},\"code\":{},\"mutated\":{}", self.allowed, self.code, self.mutated)?;
-        for (name, value) in [("total_ms", self.total_ms), ("gateway_ms", self.gateway_ms)] {
-            write!(line, ",\"{name}\":")?;
-            // JSON has no NaN or infinity (as `json.rs`).
-            if value.is_finite() {
-                write!(line, "{value}")?;
-            } else {
-                line.push_str("null");
-            }
+        for (name, value) in [("total_ms", self.total), ("gateway_ms", self.gateway)] {
+            write!(line, ",\"{name}\":{}", Millis(value))?;
         }
         line.push_str(",\"webhooks\":\"");
         write!(Escaped(line), "{}", self.webhooks)?;
@@ -135,6 +132,33 @@ impl ReviewAnswered<'_> {
         line.push_str(TARGET);
         line.push_str("\"}\n");
         Ok(())
+    }
+}
+
+/// A duration in milliseconds to the microsecond, as the event's field records it.
+fn millis(duration: Duration) -> f64 {
+    duration.as_micros() as f64 / 1e3
+}
+
+/// [`millis`] as the event's `f64` field is written (`1.5`, `0.011`, `2`), with integers: the
+/// shortest decimal that reads back as that `f64` is the exact one while the microseconds fit
+/// a float's mantissa exactly, so the two agree (tested).
+struct Millis(Duration);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let micros = self.0.as_micros();
+        if micros >= 1 << 50 {
+            return write!(f, "{}", millis(self.0));
+        }
+        let (whole, mut fraction, mut digits) = (micros / 1000, micros % 1000, 3);
+        if fraction == 0 {
+            return write!(f, "{whole}");
+        }
+        while fraction % 10 == 0 {
+            (fraction, digits) = (fraction / 10, digits - 1);
+        }
+        write!(f, "{whole}.{fraction:0digits$}")
     }
 }
 
@@ -236,6 +260,20 @@ mod tests {
         assert!(same);
     }
 
+    #[test]
+    fn milliseconds_read_as_the_events_float() {
+        let mut micros: Vec<u64> = (0..3_000).collect();
+        micros.extend(
+            (1..60).flat_map(|shift| [(1 << shift) - 1, 1 << shift, (1 << shift) + 1, 7_u64 << shift]),
+        );
+        micros.extend((0..2_000).map(|i| 1_000_003 * i * i + 999));
+        for micros in micros.into_iter().filter(|&micros| micros < u64::MAX / 1_000) {
+            // Nanoseconds beyond the microsecond are dropped, as the event's value drops them.
+            let duration = Duration::from_nanos(micros * 1_000 + 999);
+            assert_eq!(Millis(duration).to_string(), (micros as f64 / 1e3).to_string(), "{micros} µs");
+        }
+    }
+
     fn direct(answered: &ReviewAnswered<'_>) -> String {
         let mut line = String::new();
         answered.write_json(&mut line).unwrap();
@@ -247,11 +285,11 @@ mod tests {
         let calls = "mutating/a.example.com#0 allowed 200 1.2ms, validating/\"b\"\\c#1 error: reset";
         let long = "n".repeat(UNTRUSTED_MAX_BYTES + 5);
         let cases = [
-            ("0b7e5c1a-3f2d-4e8b", "web-7d4b9c", "team-a", "", 1.571, 0.011),
-            ("u\n\"forged\"\u{1b}[31m", "é\u{2028}ü", "a\\b", "status", 2.0, f64::NAN),
-            ("", &long, "\u{7f}", "scale", 0.0, f64::INFINITY),
+            ("0b7e5c1a-3f2d-4e8b", "web-7d4b9c", "team-a", "", 1_571, 11),
+            ("u\n\"forged\"\u{1b}[31m", "é\u{2028}ü", "a\\b", "status", 2_000, 120),
+            ("", &long, "\u{7f}", "scale", 0, 86_400_000_123),
         ];
-        for (uid, name, namespace, subresource, total_ms, gateway_ms) in cases {
+        for (uid, name, namespace, subresource, total, gateway) in cases {
             let answered = ReviewAnswered {
                 uid,
                 stage: "validate",
@@ -265,8 +303,8 @@ mod tests {
                 allowed: false,
                 code: 403,
                 mutated: true,
-                total_ms,
-                gateway_ms,
+                total: Duration::from_micros(total),
+                gateway: Duration::from_micros(gateway),
                 webhooks: &calls,
             };
             let (direct, traced) = (direct(&answered), through_tracing(&answered));
@@ -305,8 +343,8 @@ mod tests {
             allowed: true,
             code: 200,
             mutated: false,
-            total_ms: 1.5,
-            gateway_ms: 0.5,
+            total: Duration::from_micros(1_500),
+            gateway: Duration::from_micros(500),
             webhooks: &calls,
         };
         tracing::subscriber::with_default(subscriber, || {

@@ -137,7 +137,7 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
     // Shadow calls still running go on by themselves (`pipeline/shadow.rs`).
     let (outcome, _) = review_log
-        .scope(pipeline::review(
+        .scope(Box::pin(pipeline::review(
             &snapshot,
             state.cluster.get().map(|c| &**c),
             &review,
@@ -146,7 +146,7 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
             explanation,
             &state.shadows,
             trace,
-        ))
+        )))
         .await;
     let answer = &outcome.answer;
     let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
@@ -172,8 +172,8 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
         allowed: answer.allowed,
         code,
         mutated: answer.patch.is_some(),
-        total_ms: millis(elapsed),
-        gateway_ms: millis(in_gateway),
+        total: elapsed,
+        gateway: in_gateway,
         webhooks: &pipeline::CallRecords(&outcome.calls),
     }
     .log();
@@ -184,12 +184,6 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let mut response = Response::new(Full::new(Bytes::from(body)));
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     response
-}
-
-/// A duration in milliseconds to the microsecond, for a log line: `1.939`, not
-/// `1.9386970000000001`.
-fn millis(duration: std::time::Duration) -> f64 {
-    duration.as_micros() as f64 / 1e3
 }
 
 /// `/readyz`: 200 `ok` once the configuration is served (and, in cluster mode, the namespace

@@ -254,25 +254,27 @@ async fn the_passthrough_forwards_reviews_and_answers_unchanged() {
     let mock = start_mock(&dir).await;
     let ca_file = dir.path().join("ca.crt");
     std::fs::write(&ca_file, &ca().cert_pem).unwrap();
-    let options = |upstream: SocketAddr| {
-        let args = [
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            &dir.path().join("tls.crt").display().to_string(),
-            "--tls-key",
-            &dir.path().join("tls.key").display().to_string(),
-            "--upstream",
-            &format!("https://{upstream}"),
-            "--ca",
-            &ca_file.display().to_string(),
-            "--threads",
-            "2",
-        ]
-        .map(String::from);
+    let options = |upstream: SocketAddr, codec: bool| {
+        let mut args = vec![
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--tls-cert".to_owned(),
+            dir.path().join("tls.crt").display().to_string(),
+            "--tls-key".to_owned(),
+            dir.path().join("tls.key").display().to_string(),
+            "--upstream".to_owned(),
+            format!("https://{upstream}"),
+            "--ca".to_owned(),
+            ca_file.display().to_string(),
+            "--threads".to_owned(),
+            "2".to_owned(),
+        ];
+        if codec {
+            args.push("--codec".to_owned());
+        }
         passthrough::parse_args(args).expect("valid arguments")
     };
-    let proxy = passthrough::start(&options(mock.https.unwrap())).expect("the pass-through starts");
+    let proxy = passthrough::start(&options(mock.https.unwrap(), false)).expect("the pass-through starts");
     let review = fixtures::review(POD_CREATE);
     let (direct, through) =
         (format!("https://{}", mock.https.unwrap()), format!("https://{}", proxy.address));
@@ -289,7 +291,23 @@ async fn the_passthrough_forwards_reviews_and_answers_unchanged() {
         assert_eq!(count, 11, "{path}: {calls:?}");
     }
 
-    let dead = passthrough::start(&options(mock.refusing.unwrap())).expect("the pass-through starts");
+    // With `--codec` the review and the answer are decoded and written anew: the caller gets
+    // its own uid back with the webhook's verdict, and a body that is no review is a 400.
+    let codec = passthrough::start(&options(mock.https.unwrap(), true)).expect("the pass-through starts");
+    let uid = fixtures::uid(POD_CREATE);
+    for (path, allowed) in [("/allow", true), ("/deny", false)] {
+        let (status, answer) = post(&format!("https://{}{path}", codec.address), &review).await.unwrap();
+        assert_eq!(status, 200, "{path}: {answer}");
+        assert_eq!(answer["apiVersion"], "admission.k8s.io/v1", "{path}: {answer}");
+        assert_eq!(answer["response"], json!({"uid": uid, "allowed": allowed}), "{path}: {answer}");
+    }
+    let (status, answer) =
+        post(&format!("https://{}/allow", codec.address), &json!({"kind": 1})).await.unwrap();
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.as_str().is_some_and(|text| text.starts_with("decoding the review:")), "{answer}");
+    assert_eq!(mock.fleet.calls().iter().find(|(p, _, _)| p == "/allow").map(|(_, c, _)| *c), Some(12));
+
+    let dead = passthrough::start(&options(mock.refusing.unwrap(), false)).expect("the pass-through starts");
     let (status, _) = post(&format!("https://{}/allow", dead.address), &review).await.unwrap();
     assert_eq!(status, 502);
 

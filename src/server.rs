@@ -129,13 +129,11 @@ pub(crate) async fn serve_with(
             service_fn(move |request| {
                 let state = state.clone();
                 let in_flight = activity.request();
-                // Boxed: hyper moves the service's future into its connection state, and a
-                // review's future is kilobytes (a pointer moves instead: `loadtest/README.md`).
-                Box::pin(async move {
+                async move {
                     let response = routes::route(&state, request, kind).await;
                     drop(in_flight);
                     Ok::<_, Infallible>(response)
-                })
+                }
             })
         };
         let acceptor = acceptor.clone();

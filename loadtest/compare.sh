@@ -836,11 +836,13 @@ scenario_inflight-2000() {
     CONNS=2000 WRK_THREADS=2 S_ROUNDS=1 S_DURATION=7 S_WARMUP=0 C1_TARGETS= SAMPLE_IN_FLIGHT=1
     measure
     # The RSS as the load stops and after: the allocator's free memory should go back (src/alloc.rs).
-    local after=() peak in_flight waited=0 at
-    # +100 s: after the upstream connections left idle in the pools are closed (90 s).
-    for at in 0 2 5 10 100; do
+    local after=() fds=() peak in_flight waited=0 at
+    # +200 s: after the upstream connections left idle in the pools are closed (90 to 180 s
+    # after they went idle: src/alloc.rs) and the allocator collected after them (190 s).
+    for at in 0 2 5 10 200; do
         sleep $((at - waited)); waited=$at
         after+=("+${at}s $(awk -v k="$(memory_kb VmRSS "${GW_PID[gateway]}")" 'BEGIN { printf "%.1f", k / 1024 }')")
+        fds+=("$(find "/proc/${GW_PID[gateway]}/fd" -mindepth 1 2> /dev/null | wc -l)")
     done
     print_tables
     echo
@@ -849,10 +851,12 @@ scenario_inflight-2000() {
     figure "gateway RSS idle (after start, fleet loaded)" "$idle MiB" "≤ 30 MiB" "$(verdict "$idle" le 30)"
     figure "gateway peak RSS, $in_flight reviews in flight" "$peak MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     echo "  in flight: the mock's unanswered calls, sampled 2/3 into each run (direct $(get load direct in_flight), nginx $(get load nginx in_flight), gateway $in_flight)"
-    local at10=${after[3]##* } at100=${after[4]##* }
-    figure "gateway RSS 10 s after the load / idle" "$at10 / $idle MiB" "≤ 2 × idle" "$(verdict "$at10" le "$(awk -v i="$idle" 'BEGIN { print i * 2 }')")"
-    figure "gateway RSS 100 s after (idle connections closed) / idle" "$at100 / $idle MiB" "≤ 2 × idle" "$(verdict "$at100" le "$(awk -v i="$idle" 'BEGIN { print i * 2 }')")"
-    echo "  gateway RSS after the load (MiB): $(IFS=,; echo "${after[*]}" | sed 's/,/, /g'); nginx peak (master + workers): $(get load nginx hwm) MiB"
+    local at10=${after[3]##* } at200=${after[4]##* }
+    # At +10 s the pools still hold the upstream connections the burst left idle (up to 256,
+    # tens of KiB each: how many is chance), so that figure has no target.
+    figure "gateway RSS 10 s after the load / idle (${fds[3]} fds open)" "$at10 / $idle MiB" "—" "(reference)"
+    figure "gateway RSS 200 s after (idle connections closed) / idle" "$at200 / $idle MiB" "≤ 2 × idle" "$(verdict "$at200" le "$(awk -v i="$idle" 'BEGIN { print i * 2 }')")"
+    echo "  gateway RSS after the load (MiB): $(IFS=,; echo "${after[*]}" | sed 's/,/, /g'); descriptors open: $(IFS=,; echo "${fds[*]}" | sed 's/,/, /g'); nginx peak (master + workers): $(get load nginx hwm) MiB"
     gateway_log_note gateway
     result gateway nginx direct load
 }

@@ -136,9 +136,8 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     let explanation =
         if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
     // Shadow calls still running go on by themselves (`pipeline/shadow.rs`). The pipeline's
-    // future (kilobytes) is boxed: hyper keeps room for this one in every connection, idle
-    // ones included. Boxing this one instead, per request, kept ~10 MiB more after a burst
-    // of 2,000 (`loadtest/README.md`, inflight-2000).
+    // future (kilobytes) is boxed: hyper keeps room for the route's future in every
+    // connection, idle ones included, and moves it in; this one is then a pointer.
     let (outcome, _) = review_log
         .scope(Box::pin(pipeline::review(
             &snapshot,

@@ -124,7 +124,7 @@ impl ReviewAnswered<'_> {
         }
         write!(line, ",\"allowed\":{},\"code\":{},\"mutated\":{}", self.allowed, self.code, self.mutated)?;
         for (name, value) in [("total_ms", self.total), ("gateway_ms", self.gateway)] {
-            write!(line, ",\"{name}\":{}", Millis(value))?;
+            write!(line, ",\"{name}\":{}", JsonMillis(value))?;
         }
         line.push_str(",\"webhooks\":\"");
         write!(Escaped(line), "{}", self.webhooks)?;
@@ -140,12 +140,13 @@ fn millis(duration: Duration) -> f64 {
     duration.as_micros() as f64 / 1e3
 }
 
-/// [`millis`] as the event's `f64` field is written (`1.5`, `0.011`, `2`), with integers: the
-/// shortest decimal that reads back as that `f64` is the exact one while the microseconds fit
-/// a float's mantissa exactly, so the two agree (tested).
-struct Millis(Duration);
+/// [`millis`] as the event's `f64` field is written in a JSON line (`1.5`, `0.011`, `2`; not
+/// the call records' `1.50ms` of `pipeline.rs`), with integers: the shortest decimal that
+/// reads back as that `f64` is the exact one while the microseconds fit a float's mantissa
+/// with room to spare, so the two agree (tested).
+struct JsonMillis(Duration);
 
-impl fmt::Display for Millis {
+impl fmt::Display for JsonMillis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let micros = self.0.as_micros();
         if micros >= 1 << 50 {
@@ -270,7 +271,7 @@ mod tests {
         for micros in micros.into_iter().filter(|&micros| micros < u64::MAX / 1_000) {
             // Nanoseconds beyond the microsecond are dropped, as the event's value drops them.
             let duration = Duration::from_nanos(micros * 1_000 + 999);
-            assert_eq!(Millis(duration).to_string(), (micros as f64 / 1e3).to_string(), "{micros} µs");
+            assert_eq!(JsonMillis(duration).to_string(), (micros as f64 / 1e3).to_string(), "{micros} µs");
         }
     }
 

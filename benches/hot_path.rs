@@ -190,6 +190,9 @@ fn encode(c: &mut Criterion) {
     group.bench_function("webhook-request/pod-10k", |b| {
         b.iter(|| bench::encode_webhook_request(black_box(&review)))
     });
+    group.bench_function("webhook-request-anew/pod-10k", |b| {
+        b.iter(|| bench::encode_webhook_request_anew(black_box(&review)))
+    });
     group.finish();
 }
 

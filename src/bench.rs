@@ -41,7 +41,7 @@ pub fn fleet(paths: &[PathBuf]) -> Result<Fleet, String> {
 pub fn matching_validating(fleet: &Fleet, review: &Review) -> usize {
     let (snapshot, request) = (&fleet.0, &review.0);
     let resource = request.resource();
-    let object = ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref());
+    let object = ObjectState::new(request.object(), request.old_object());
     let namespace = match snapshot.namespaces.get(&request.request.namespace) {
         Some(labels) => matching::NamespaceLabels::Found(labels.clone()),
         None => matching::NamespaceLabels::Missing { live: false },
@@ -79,10 +79,16 @@ pub fn answer_from_webhook(review: &Review, body: &[u8]) -> Result<Vec<u8>, Stri
     Ok(encode::answer(review.0.version, &review.0.request.uid, &answer))
 }
 
-/// The request a v1 webhook is sent for `review`, its object unchanged
-/// (`pipeline/call.rs`, `review::encode::request`).
+/// The request a v1 webhook is sent for `review`, its object unchanged, as the gateway makes
+/// it (`pipeline/call.rs`): from the received body where it can (`review/frame.rs`).
 pub fn encode_webhook_request(review: &Review) -> Vec<u8> {
+    review.0.request_body(ReviewVersion::V1, "6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f", review.0.object())
+}
+
+/// The same request written by the encoder (`review::encode::request`): what a webhook of
+/// another review version is sent, and any webhook when the received body cannot be a frame.
+pub fn encode_webhook_request_anew(review: &Review) -> Vec<u8> {
     let review = &review.0;
-    let outgoing = review.outgoing("6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f", review.request.object.as_deref());
+    let outgoing = review.outgoing("6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f", review.object());
     encode::request(ReviewVersion::V1, &outgoing)
 }

@@ -59,13 +59,22 @@ pub fn review_decode(body: &[u8]) -> bool {
     let patch = base64::engine::general_purpose::STANDARD.decode(patch).expect("the patch is base64");
     assert_eq!(patch, body, "the patch round-trips");
 
-    let outgoing = review.outgoing("6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f", request.object.as_deref());
+    let sent_uid = "6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f";
+    let outgoing = review.outgoing(sent_uid, review.object());
     for version in [ReviewVersion::V1, ReviewVersion::V1beta1] {
         let encoded = encode::request(version, &outgoing);
         let value: Value = serde_json::from_slice(&encoded).expect("an encoded request is JSON");
         assert_eq!(value["request"]["name"].as_str().unwrap_or_default(), request.name, "the name is kept");
+        // The request as sent (from the received body where it can be: `review/frame.rs`)
+        // reads back as the one the encoder writes, field for field.
+        let sent = review.request_body(version, sent_uid, review.object());
+        let Ok(arrived) = decode::review(&sent) else {
+            panic!("the request sent does not decode: {}", String::from_utf8_lossy(&sent))
+        };
+        assert_eq!(*arrived.request.uid, sent_uid, "the request sent carries its own uid");
+        assert_eq!(encode::request(version, &arrived.outgoing(sent_uid, arrived.object())), encoded);
     }
-    let object = ObjectState::new(request.object.as_deref(), request.old_object.as_deref());
+    let object = ObjectState::new(review.object(), review.old_object());
     let _ = (object.labels(), object.old_labels());
     true
 }

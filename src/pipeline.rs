@@ -241,7 +241,7 @@ pub(crate) async fn review(
         snapshot,
         request,
         budget,
-        object: ObjectState::new(request.request.object.as_deref(), request.request.old_object.as_deref())
+        object: ObjectState::new(request.object(), request.old_object())
             .limited_to(snapshot.settings.max_patched_object_bytes),
         records: Records::default(),
         explanation,

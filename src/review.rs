@@ -6,10 +6,12 @@
 
 pub(crate) mod decode;
 pub(crate) mod encode;
+pub(crate) mod frame;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::de::{Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -99,7 +101,7 @@ pub(crate) struct GroupVersionResource {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AdmissionRequest {
     #[serde(default)]
-    pub(crate) uid: String,
+    pub(crate) uid: Located<String>,
     pub(crate) kind: Option<GroupVersionKind>,
     pub(crate) resource: Option<GroupVersionResource>,
     #[serde(default)]
@@ -113,10 +115,57 @@ pub(crate) struct AdmissionRequest {
     pub(crate) namespace: String,
     pub(crate) operation: Option<Operation>,
     pub(crate) user_info: Option<Box<RawValue>>,
-    pub(crate) object: Option<Box<RawValue>>,
-    pub(crate) old_object: Option<Box<RawValue>>,
+    pub(crate) object: Option<Located<Box<RawValue>>>,
+    pub(crate) old_object: Option<Located<Box<RawValue>>>,
     pub(crate) dry_run: Option<bool>,
     pub(crate) options: Option<Box<RawValue>>,
+}
+
+/// A value of the received request with the address its text had in the received body while
+/// that was decoded (`None`: not borrowed from it, as a string with escapes is not), from
+/// which `decode.rs` learns where to put another uid or object into the body (`frame.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Located<T> {
+    pub(crate) value: T,
+    pub(crate) at: Option<usize>,
+}
+
+impl<T> std::ops::Deref for Located<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<'de> Deserialize<'de> for Located<String> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Located<String>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Located { value: text.to_owned(), at: Some(text.as_ptr() as usize) })
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Located { value: text.to_owned(), at: None })
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
+}
+
+/// Raw values are always borrowed from the body decoded (`decode::review` reads a slice).
+impl<'de> Deserialize<'de> for Located<Box<RawValue>> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(deserializer)?;
+        Ok(Located { value: raw.to_owned(), at: Some(raw.get().as_ptr() as usize) })
+    }
 }
 
 /// The request sent to one downstream webhook (docs/semantics.md §6.2). Borrowed from the

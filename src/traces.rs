@@ -107,7 +107,7 @@ impl ReviewSpan {
             format!("{}/{}/{}", resource.group, resource.version, resource.resource)
         };
         let request = &review.request;
-        self.span.set_attribute(KeyValue::new("k8s.admission.uid", request.uid.clone()));
+        self.span.set_attribute(KeyValue::new("k8s.admission.uid", request.uid.value.clone()));
         self.span.set_attribute(KeyValue::new("k8s.admission.operation", review.operation().as_str()));
         self.span.set_attribute(KeyValue::new("k8s.resource", resource));
         if !request.sub_resource.is_empty() {

@@ -11,7 +11,7 @@ use super::budget::{Budget, Grant};
 use super::verdict;
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
-use crate::review::{encode, Status, WebhookResponse};
+use crate::review::{Status, WebhookResponse};
 use crate::traces::{CallSpan, Parent};
 use crate::upstream::breaker::Transition;
 use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
@@ -79,7 +79,6 @@ pub(crate) async fn call(
         Err(ejected) => return not_sent(Attempt::CallError(ejected)),
     };
     let uid = fresh_uid();
-    let outgoing = review.outgoing(&uid, object);
     let deadline = match budget.grant(hook.timeout, start) {
         Grant::Until(deadline) => deadline,
         Grant::Exhausted { left } => return not_sent(Attempt::OutOfBudget { left }),
@@ -89,7 +88,7 @@ pub(crate) async fn call(
     let span = trace.call(hook);
     let sent = Sent { uid: &uid, version, mutating, trace: span.as_ref().map(CallSpan::headers) };
     let _in_flight = InFlight::enter(&hook.name);
-    let encode = || encode::request(version, &outgoing);
+    let encode = || review.request_body(version, &uid, object);
     let (http_status, result) = client.call(&hook.url, &timeout, encode, deadline, &sent).await;
     let attempt = match result {
         Ok(response) => Attempt::Answered(response),

@@ -126,7 +126,7 @@ impl ShadowMode {
 pub(crate) fn canary_bucket(configuration: &str, request: &IncomingReview) -> u64 {
     let r = &request.request;
     let key = if r.name.is_empty() && request.operation() == Operation::Create {
-        r.uid.clone()
+        r.uid.value.clone()
     } else {
         format!("{}/{}", r.namespace, r.name)
     };

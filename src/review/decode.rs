@@ -4,8 +4,10 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::frame::{self, Frame};
 use super::{
-    AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, OutgoingRequest, ReviewVersion,
+    encode, AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, OutgoingRequest,
+    ReviewVersion,
 };
 
 /// A decoded review whose request has every field the dispatcher relies on.
@@ -14,9 +16,33 @@ pub(crate) struct IncomingReview {
     /// The caller's version: the answer is written in it.
     pub(crate) version: ReviewVersion,
     pub(crate) request: AdmissionRequest,
+    /// The received body as the frame of the requests sent on, when it can be one.
+    pub(crate) frame: Option<Frame>,
 }
 
 impl IncomingReview {
+    /// The body of the request a webhook of `version` is sent (§6.2): the received review
+    /// with the fresh `uid` and `object` put in where it can (`frame.rs`), else encoded.
+    pub(crate) fn request_body(
+        &self,
+        version: ReviewVersion,
+        uid: &str,
+        object: Option<&RawValue>,
+    ) -> Vec<u8> {
+        self.frame
+            .as_ref()
+            .and_then(|frame| frame.request(version, uid, object, self.old_object()))
+            .unwrap_or_else(|| encode::request(version, &self.outgoing(uid, object)))
+    }
+
+    pub(crate) fn object(&self) -> Option<&RawValue> {
+        self.request.object.as_ref().map(|raw| &*raw.value)
+    }
+
+    pub(crate) fn old_object(&self) -> Option<&RawValue> {
+        self.request.old_object.as_ref().map(|raw| &*raw.value)
+    }
+
     /// The request a webhook is sent for this review: a fresh `uid`, `object` as it stands
     /// (for a mutating webhook, as patched so far), everything else as received.
     pub(crate) fn outgoing<'a>(&'a self, uid: &'a str, object: Option<&'a RawValue>) -> OutgoingRequest<'a> {
@@ -35,7 +61,7 @@ impl IncomingReview {
             operation: self.operation(),
             user_info: self.user_info(),
             object,
-            old_object: request.old_object.as_deref(),
+            old_object: self.old_object(),
             dry_run: self.dry_run(),
             options: request.options.as_deref(),
         }
@@ -143,7 +169,27 @@ pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
     if request.operation.is_none() {
         return Err(DecodeError::MissingField("operation"));
     }
-    Ok(IncomingReview { version, request })
+    let frame = frame_of(body, version, &request);
+    Ok(IncomingReview { version, request, frame })
+}
+
+/// The frame of `body`, if the request has every field `encode::request` would otherwise
+/// fill in (`IncomingReview::outgoing`) and its uid was read without escapes. Fields Go
+/// reads as their zero value when absent (`userInfo`, `dryRun`, `oldObject`, an empty
+/// `name`) may stay absent.
+fn frame_of(body: &[u8], version: ReviewVersion, request: &AdmissionRequest) -> Option<Frame> {
+    let complete = request.request_kind.is_some()
+        && request.request_resource.is_some()
+        && (request.request_sub_resource.is_some() || request.sub_resource.is_empty());
+    if !complete {
+        return None;
+    }
+    let raw = |raw: &Option<super::Located<Box<RawValue>>>| match raw {
+        None => Some(None),
+        Some(raw) => frame::span(body, raw.at, raw.value.get().len()).map(Some),
+    };
+    let uid = frame::span(body, request.uid.at, request.uid.len())?;
+    Frame::new(body, version, uid, raw(&request.object)?, raw(&request.old_object)?)
 }
 
 /// Whether a string of `body`, valid JSON, holds a `\uXXXX` surrogate escape not in a high-low
@@ -189,10 +235,10 @@ mod tests {
     fn a_v1_review_decodes_with_its_object_left_raw() {
         let review = review(POD.as_bytes()).unwrap();
         assert_eq!(review.version, ReviewVersion::V1);
-        assert_eq!(review.request.uid, "u1");
+        assert_eq!(*review.request.uid, "u1");
         assert_eq!(review.operation(), Operation::Create);
-        assert_eq!(review.request.object.as_ref().unwrap().get(), r#"{"metadata":{"name":"p"}}"#);
-        assert!(review.request.old_object.is_none());
+        assert_eq!(review.object().unwrap().get(), r#"{"metadata":{"name":"p"}}"#);
+        assert!(review.old_object().is_none());
     }
 
     /// Found by fuzzing (fuzz/regressions/review_decode): a lone surrogate escape in the raw
@@ -208,7 +254,7 @@ mod tests {
             let body = POD.replace(r#""name":"p""#, &format!(r#""name":"p","x{fine}":1"#));
             assert!(body.contains(fine), "{body}");
             let decoded = review(body.as_bytes()).unwrap_or_else(|e| panic!("{body}: {e}"));
-            let outgoing = decoded.outgoing("u2", decoded.request.object.as_deref());
+            let outgoing = decoded.outgoing("u2", decoded.object());
             let sent = super::super::encode::request(ReviewVersion::V1, &outgoing);
             serde_json::from_slice::<serde_json::Value>(&sent).expect("the request sent on is JSON");
         }

@@ -181,7 +181,7 @@ async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Resp
     .log();
     let body = encode::answer(review.version, &request.uid, answer);
     if let Some(explained) = &state.explained {
-        let _ = explained.send(ExplainedReview { stage, uid: request.uid.clone(), outcome });
+        let _ = explained.send(ExplainedReview { stage, uid: request.uid.value.clone(), outcome });
     }
     let mut response = Response::new(Full::new(Bytes::from(body)));
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));

@@ -233,3 +233,34 @@ async fn concurrent_reviews_each_get_their_own_answer() {
     }
     assert_eq!(odd.calls(), 20);
 }
+
+/// A webhook is sent the caller's review as it came, with a uid of its own: every field the
+/// caller sent, those the gateway does not know included (README, "Where the gateway
+/// knowingly differs") — except to a webhook of another review version, which is sent what
+/// the gateway knows, written anew in its version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_is_sent_the_callers_review_with_its_own_uid() {
+    let same = MockWebhook::allowing().spawn().await;
+    let beta = MockWebhook::allowing().spawn().await;
+    let gateway = TestGateway::validating([
+        webhook("same.example.com", &same),
+        webhook("beta.example.com", &beta).review_versions(&["v1beta1"]),
+    ])
+    .await;
+    let mut review = fixtures::review(POD_CREATE);
+    review["request"]["futureField"] = json!({"since": "1.99", "values": [1, "two"]});
+
+    let answer = gateway.validate(&review).await;
+
+    assert!(answer.allowed(), "{}", answer.body);
+    let sent = same.only_request().review;
+    let uid = sent["request"]["uid"].as_str().expect("a uid");
+    assert_ne!(uid, review["request"]["uid"].as_str().unwrap(), "the webhook's own uid");
+    let mut expected = review.clone();
+    expected["request"]["uid"] = json!(uid);
+    assert_eq!(sent, expected, "the caller's review, field for field");
+    let beta = beta.only_request().review;
+    assert_eq!(beta["apiVersion"], "admission.k8s.io/v1beta1");
+    assert_eq!(beta["request"]["object"], review["request"]["object"]);
+    assert!(beta["request"].get("futureField").is_none(), "{beta}");
+}

@@ -115,10 +115,14 @@ pub(crate) struct AdmissionRequest {
     pub(crate) namespace: String,
     pub(crate) operation: Option<Operation>,
     pub(crate) user_info: Option<Box<RawValue>>,
-    pub(crate) object: Option<Located<Box<RawValue>>>,
-    pub(crate) old_object: Option<Located<Box<RawValue>>>,
+    /// These three: `value` `None` when `null` or absent, `at` `None` only when absent.
+    #[serde(default)]
+    pub(crate) object: Located<Option<Box<RawValue>>>,
+    #[serde(default)]
+    pub(crate) old_object: Located<Option<Box<RawValue>>>,
     pub(crate) dry_run: Option<bool>,
-    pub(crate) options: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub(crate) options: Located<Option<Box<RawValue>>>,
 }
 
 /// A value of the received request with the address its text had in the received body while
@@ -160,11 +164,13 @@ impl<'de> Deserialize<'de> for Located<String> {
     }
 }
 
-/// Raw values are always borrowed from the body decoded (`decode::review` reads a slice).
-impl<'de> Deserialize<'de> for Located<Box<RawValue>> {
+/// A raw value, `null` read as none. Raw values are always borrowed from the body decoded
+/// (`decode::review` reads a slice).
+impl<'de> Deserialize<'de> for Located<Option<Box<RawValue>>> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = <&'de RawValue>::deserialize(deserializer)?;
-        Ok(Located { value: raw.to_owned(), at: Some(raw.get().as_ptr() as usize) })
+        let value = (raw.get() != "null").then(|| raw.to_owned());
+        Ok(Located { value, at: Some(raw.get().as_ptr() as usize) })
     }
 }
 

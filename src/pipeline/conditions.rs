@@ -182,7 +182,7 @@ fn request(review: &IncomingReview) -> Value {
         "operation": review.operation().as_str(),
         "userInfo": user_info(review),
         "dryRun": review.dry_run(),
-        "options": r.options.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok()),
+        "options": r.options.value.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok()),
     });
     let request_sub_resource = r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource);
     for (key, value) in [

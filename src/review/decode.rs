@@ -36,11 +36,11 @@ impl IncomingReview {
     }
 
     pub(crate) fn object(&self) -> Option<&RawValue> {
-        self.request.object.as_ref().map(|raw| &*raw.value)
+        self.request.object.value.as_deref()
     }
 
     pub(crate) fn old_object(&self) -> Option<&RawValue> {
-        self.request.old_object.as_ref().map(|raw| &*raw.value)
+        self.request.old_object.value.as_deref()
     }
 
     /// The request a webhook is sent for this review: a fresh `uid`, `object` as it stands
@@ -63,7 +63,7 @@ impl IncomingReview {
             object,
             old_object: self.old_object(),
             dry_run: self.dry_run(),
-            options: request.options.as_deref(),
+            options: request.options.value.as_deref(),
         }
     }
 
@@ -173,20 +173,23 @@ pub(crate) fn review(body: &[u8]) -> Result<IncomingReview, DecodeError> {
     Ok(IncomingReview { version, request, frame })
 }
 
-/// The frame of `body`, if the request has every field `encode::request` would otherwise
-/// fill in (`IncomingReview::outgoing`) and its uid was read without escapes. Fields Go
-/// reads as their zero value when absent (`userInfo`, `dryRun`, `oldObject`, an empty
-/// `name`) may stay absent.
+/// The frame of `body`, if the request has every field `encode::request` writes, as the API
+/// server always does (docs/semantics.md §6.2; `object`, `oldObject` and `options` may be
+/// `null`, an empty subresource absent), and its uid was read without escapes.
 fn frame_of(body: &[u8], version: ReviewVersion, request: &AdmissionRequest) -> Option<Frame> {
     let complete = request.request_kind.is_some()
         && request.request_resource.is_some()
-        && (request.request_sub_resource.is_some() || request.sub_resource.is_empty());
+        && (request.request_sub_resource.is_some() || request.sub_resource.is_empty())
+        && request.user_info.is_some()
+        && request.dry_run.is_some()
+        && request.options.at.is_some();
     if !complete {
         return None;
     }
-    let raw = |raw: &Option<super::Located<Box<RawValue>>>| match raw {
-        None => Some(None),
-        Some(raw) => frame::span(body, raw.at, raw.value.get().len()).map(Some),
+    // The raw text as read, `null` included.
+    let raw = |raw: &super::Located<Option<Box<RawValue>>>| {
+        let len = raw.value.as_ref().map_or("null".len(), |value| value.get().len());
+        frame::span(body, raw.at, len)
     };
     let uid = frame::span(body, request.uid.at, request.uid.len())?;
     Frame::new(body, version, uid, raw(&request.object)?, raw(&request.old_object)?)

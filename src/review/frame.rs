@@ -6,7 +6,8 @@
 //!
 //! A frame is only made when putting the pieces back gives what `encode::request` would
 //! write, field for field (`decode.rs` checks the request has every field that encoder
-//! would fill in), and only used for a webhook that speaks the caller's review version.
+//! writes, as the API server's always has), and only used for a webhook that speaks the
+//! caller's review version.
 
 use std::ops::Range;
 
@@ -19,7 +20,7 @@ use super::ReviewVersion;
 enum Hole {
     /// The text of the uid string, between its quotes.
     Uid,
-    /// The raw `object`, or the raw `oldObject`.
+    /// The raw `object`, or the raw `oldObject` (`null` for none).
     Object,
     OldObject,
 }
@@ -30,9 +31,8 @@ pub(crate) struct Frame {
     version: ReviewVersion,
     /// The body with the holes' text taken out.
     text: Vec<u8>,
-    /// Where each hole is in `text`, in order; a hole for a value the body did not have (an
-    /// absent or `null` object) is not there.
-    holes: Vec<(usize, Hole)>,
+    /// Where each hole is in `text`, in order.
+    holes: [(usize, Hole); 3],
 }
 
 /// Where in the body a value lies, from its address while the body was decoded
@@ -44,29 +44,25 @@ pub(super) fn span(body: &[u8], at: Option<usize>, len: usize) -> Option<Range<u
 }
 
 impl Frame {
-    /// `body` in `version` with the uid at `uid`, and the object and old object at theirs
-    /// when it has them. The ranges lie in `body` and do not overlap (they are different
-    /// values of one decoded document); `None` otherwise.
+    /// `body` in `version` with the uid, the object and the old object at these ranges (the
+    /// object's text `null` when there is none). The ranges lie in `body` and do not overlap
+    /// (they are different values of one decoded document); `None` otherwise.
     pub(super) fn new(
         body: &[u8],
         version: ReviewVersion,
         uid: Range<usize>,
-        object: Option<Range<usize>>,
-        old_object: Option<Range<usize>>,
+        object: Range<usize>,
+        old_object: Range<usize>,
     ) -> Option<Self> {
-        let mut cuts: Vec<(Range<usize>, Hole)> =
-            [(Some(uid), Hole::Uid), (object, Hole::Object), (old_object, Hole::OldObject)]
-                .into_iter()
-                .filter_map(|(range, hole)| Some((range?, hole)))
-                .collect();
+        let mut cuts = [(uid, Hole::Uid), (object, Hole::Object), (old_object, Hole::OldObject)];
         cuts.sort_by_key(|(range, _)| range.start);
         let cut_len: usize = cuts.iter().map(|(range, _)| range.len()).sum();
         let mut text = Vec::with_capacity(body.len().checked_sub(cut_len)?);
-        let mut holes = Vec::with_capacity(cuts.len());
+        let mut holes = [(0, Hole::Uid); 3];
         let mut from = 0;
-        for (range, hole) in cuts {
+        for ((range, hole), slot) in cuts.into_iter().zip(&mut holes) {
             text.extend_from_slice(body.get(from..range.start)?);
-            holes.push((text.len(), hole));
+            *slot = (text.len(), hole);
             from = range.end;
         }
         text.extend_from_slice(body.get(from..)?);
@@ -74,8 +70,8 @@ impl Frame {
     }
 
     /// The request for a webhook of `version`: this frame with `uid`, `object` and
-    /// `old_object` put in. `None` when the frame cannot give it: another version, an object
-    /// where the caller sent none or the other way round, or a uid that JSON would escape.
+    /// `old_object` put in (`null` for none, as the encoder writes it). `None` when the frame
+    /// cannot give it: another version, or a uid that JSON would escape.
     pub(crate) fn request(
         &self,
         version: ReviewVersion,
@@ -87,14 +83,11 @@ impl Frame {
         if version != self.version || !uid.bytes().all(plain) {
             return None;
         }
-        let has = |wanted: Hole| self.holes.iter().any(|(_, hole)| *hole == wanted);
-        if has(Hole::Object) != object.is_some() || has(Hole::OldObject) != old_object.is_some() {
-            return None;
-        }
+        let (object, old_object) = (raw_or_null(object), raw_or_null(old_object));
         let fill = |hole: Hole| match hole {
             Hole::Uid => uid.as_bytes(),
-            Hole::Object => object.map_or(&b""[..], |raw| raw.get().as_bytes()),
-            Hole::OldObject => old_object.map_or(&b""[..], |raw| raw.get().as_bytes()),
+            Hole::Object => object,
+            Hole::OldObject => old_object,
         };
         let len = self.text.len() + self.holes.iter().map(|(_, hole)| fill(*hole).len()).sum::<usize>();
         let mut out = Vec::with_capacity(len);
@@ -107,6 +100,11 @@ impl Frame {
         out.extend_from_slice(&self.text[from..]);
         Some(out)
     }
+}
+
+/// A raw value's text, `null` for none (as `serde_json` writes `None`).
+fn raw_or_null(value: Option<&RawValue>) -> &[u8] {
+    value.map_or(b"null", |raw| raw.get().as_bytes())
 }
 
 #[cfg(test)]
@@ -149,10 +147,10 @@ mod tests {
         let pod = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"kind":{"group":"","version":"v1","kind":"Pod"},
             "resource":{"group":"","version":"v1","resource":"pods"},"requestKind":{"group":"","version":"v1","kind":"Pod"},
             "requestResource":{"group":"","version":"v1","resource":"pods"},"namespace":"ns","operation":"CREATE",
-            "object" : {"metadata":{"name":"p"}} ,"uid":"u1","oldObject":null}}"#;
+            "userInfo":{},"object" : {"metadata":{"name":"p"}} ,"uid":"u1","oldObject":null,"dryRun":true,"options":null}}"#;
         let delete = UPDATE.replace(r#""operation":"UPDATE""#, r#""operation":"DELETE""#).replace(
             r#""object":{"metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":3}},"#,
-            "",
+            r#""object":null,"#,
         );
         for body in [UPDATE, pod, &delete, &UPDATE.replace("scale", "")] {
             let received = decoded(body);
@@ -221,6 +219,11 @@ mod tests {
             (r#""requestKind":{"group":"apps","version":"v1","kind":"Deployment"},"#, ""),
             (r#""requestResource":{"group":"apps","version":"v1","resource":"deployments"},"#, ""),
             (r#""requestSubResource":"scale","#, ""),
+            (r#""userInfo":{"username":"alice","groups":["g"]},"#, ""),
+            (r#""dryRun":false,"#, ""),
+            (r#","options":{"kind":"UpdateOptions"}"#, ""),
+            (r#""object":{"metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":3}},"#, ""),
+            (r#""oldObject":{"metadata":{"name":"web"},"spec":{"replicas":2}},"#, ""),
             // A uid read through an escape is not where its text is.
             (r#""uid":"0b7e5c1a"#, r#""uid":"\u0030b7e5c1a"#),
         ] {
@@ -237,20 +240,26 @@ mod tests {
         let frame = received.frame.as_ref().unwrap();
         let (object, old) = (received.object(), received.old_object());
         assert!(frame.request(ReviewVersion::V1beta1, "u2", object, old).is_none(), "another version");
-        assert!(frame.request(ReviewVersion::V1, "u2", None, old).is_none(), "no object where there was one");
-        assert!(
-            frame.request(ReviewVersion::V1, "u2", object, None).is_none(),
-            "no old object where there was one"
-        );
         assert!(frame.request(ReviewVersion::V1, "u\"2", object, old).is_none(), "a uid needing escapes");
+        // No object (a patch cannot remove it, but the frame does not rely on that): `null`,
+        // as the encoder writes it; and an object where the caller sent `null`.
+        let sent = frame.request(ReviewVersion::V1, "u2", None, old).unwrap();
+        let arrived = review(&sent).unwrap();
+        assert!(arrived.object().is_none());
+        assert_eq!(
+            encoded(&arrived, ReviewVersion::V1, "u2"),
+            encode::request(ReviewVersion::V1, &received.outgoing("u2", None))
+        );
         let created = decoded(&UPDATE.replace(
-            r#""oldObject":{"metadata":{"name":"web"},"spec":{"replicas":2}},"#,
-            r#""oldObject":null,"#,
+            r#""object":{"metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":3}},"#,
+            r#""object":null,"#,
         ));
-        let frame = created.frame.as_ref().unwrap();
-        assert!(
-            frame.request(ReviewVersion::V1, "u2", created.object(), Some(&raw("{}"))).is_none(),
-            "an old object where there was none"
+        let object = raw(r#"{"metadata":{"name":"web"}}"#);
+        let arrived = review(&framed(&created, "u2", Some(&object))).unwrap();
+        assert_eq!(arrived.object().map(RawValue::get), Some(object.get()));
+        assert_eq!(
+            encoded(&arrived, ReviewVersion::V1, "u2"),
+            encode::request(ReviewVersion::V1, &created.outgoing("u2", Some(&object)))
         );
     }
 

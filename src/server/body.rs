@@ -30,9 +30,8 @@ pub(crate) enum ReadError {
 pub(crate) async fn read_capped(mut body: Incoming, declared: Option<u64>) -> Result<Bytes, ReadError> {
     let unreadable = |e: hyper::Error| ReadError::Unreadable(format!("cannot read the request body: {e}"));
     let mut received = 0usize;
-    // Sized from Content-Length when it is within the cap, so a body is copied once.
-    let mut collected = Vec::with_capacity(declared.map_or(0, |n| n.min(MAX_REVIEW_BYTES as u64) as usize));
     if declared.is_none_or(|length| length <= MAX_REVIEW_BYTES as u64) {
+        let mut collected = Collected::default();
         let read = async {
             while let Some(frame) = body.frame().await {
                 let Ok(data) = frame.map_err(unreadable)?.into_data() else { continue };
@@ -40,7 +39,7 @@ pub(crate) async fn read_capped(mut body: Incoming, declared: Option<u64>) -> Re
                 if received > MAX_REVIEW_BYTES {
                     return Ok(());
                 }
-                collected.extend_from_slice(&data);
+                collected.push(data, declared);
             }
             Ok(())
         };
@@ -48,7 +47,7 @@ pub(crate) async fn read_capped(mut body: Incoming, declared: Option<u64>) -> Re
             .await
             .map_err(|_| ReadError::Unreadable("timed out reading the request body".into()))??;
         if received <= MAX_REVIEW_BYTES {
-            return Ok(Bytes::from(collected));
+            return Ok(collected.into_bytes());
         }
     }
     while received <= DRAIN_BYTES {
@@ -58,6 +57,45 @@ pub(crate) async fn read_capped(mut body: Incoming, declared: Option<u64>) -> Re
         }
     }
     Err(ReadError::TooLarge)
+}
+
+/// A body's frames as they arrive. A body that comes in one frame, as a review mostly does
+/// (hyper hands out the part of its read buffer that holds it), is kept as that frame, not
+/// copied; from a second frame on they are gathered in one buffer, sized from Content-Length
+/// when it is within the cap, so a body is copied at most once.
+#[derive(Default)]
+enum Collected {
+    #[default]
+    Empty,
+    One(Bytes),
+    Many(Vec<u8>),
+}
+
+impl Collected {
+    fn push(&mut self, data: Bytes, declared: Option<u64>) {
+        *self = match std::mem::take(self) {
+            Self::Empty => Self::One(data),
+            Self::One(first) => {
+                let capacity = declared.map_or(0, |n| n.min(MAX_REVIEW_BYTES as u64) as usize);
+                let mut gathered = Vec::with_capacity(capacity.max(first.len() + data.len()));
+                gathered.extend_from_slice(&first);
+                gathered.extend_from_slice(&data);
+                Self::Many(gathered)
+            }
+            Self::Many(mut gathered) => {
+                gathered.extend_from_slice(&data);
+                Self::Many(gathered)
+            }
+        };
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Self::Empty => Bytes::new(),
+            Self::One(data) => data,
+            Self::Many(gathered) => Bytes::from(gathered),
+        }
+    }
 }
 
 /// The caller's `?timeout=` (a Go duration, as the API server writes it). Absent: `None`;
@@ -78,6 +116,24 @@ pub(crate) fn caller_timeout(query: Option<&str>) -> Result<Option<Duration>, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_of_one_frame_is_kept_as_it_came_and_several_are_gathered_in_order() {
+        assert!(Collected::default().into_bytes().is_empty());
+        let frame = Bytes::from_static(b"{\"kind\":\"AdmissionReview\"}");
+        let mut one = Collected::default();
+        one.push(frame.clone(), Some(frame.len() as u64));
+        let kept = one.into_bytes();
+        assert_eq!(kept, frame);
+        assert_eq!(kept.as_ptr(), frame.as_ptr(), "one frame is not copied");
+        for declared in [None, Some(3), Some(MAX_REVIEW_BYTES as u64 * 2)] {
+            let mut many = Collected::default();
+            for part in ["{\"a\"", ":", "1}"] {
+                many.push(Bytes::from_static(part.as_bytes()), declared);
+            }
+            assert_eq!(many.into_bytes(), Bytes::from_static(b"{\"a\":1}"), "{declared:?}");
+        }
+    }
 
     #[test]
     fn the_callers_timeout_is_a_go_duration_and_never_negative() {

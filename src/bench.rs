@@ -57,7 +57,7 @@ pub fn matching_validating(fleet: &Fleet, review: &Review) -> usize {
 pub fn combined_patch(object: &RawValue, patches: &[Patch]) -> Option<Vec<u8>> {
     let mut state = ObjectState::new(Some(object), None);
     for patch in patches {
-        state.apply(patch).ok()?;
+        state.apply_now(patch).ok()?;
     }
     state.combined_patch()
 }

@@ -112,7 +112,7 @@ pub fn json_patch(object: &[u8], patch: &[u8]) -> Option<Result<(), String>> {
 
     if original.is_object() {
         let mut state = ObjectState::new(Some(&raw), None);
-        let applied = state.apply(&patch);
+        let applied = state.apply_now(&patch);
         if let Err(PatchError::Apply(error)) = &applied {
             assert_eq!(result, Err(error.to_string()), "the chain fails as Patch::apply");
         }

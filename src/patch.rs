@@ -168,7 +168,7 @@ impl Patch {
         5 * self.source_len as u64 + if copies { MAX_COPY_BYTES } else { 0 }
     }
 
-    #[cfg(test)]
+    /// How many operations the patch has.
     pub(crate) fn len(&self) -> usize {
         self.operations.len()
     }
@@ -176,12 +176,50 @@ impl Patch {
     /// Applies the operations in order, in place. On error the document may be partly patched.
     /// `copy` operations may duplicate at most [`MAX_COPY_BYTES`] in all, as in the API server.
     pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
-        if !(doc.is_object() || doc.is_array()) {
+        self.application().run(doc, usize::MAX)
+    }
+
+    /// The patch applied a few operations at a time ([`Application::run`]), so that a long
+    /// patch can stop at a deadline and let other work run between its slices.
+    pub(crate) fn application(&self) -> Application<'_> {
+        Application { patch: self, next: 0, copied: 0 }
+    }
+}
+
+/// A patch part way through being applied to one document: [`Patch::apply`] in slices.
+///
+/// Each operation costs time linear in its own size and its path's depth (an array insert or
+/// removal also moves the elements after it, as Go's json-patch does), so a slice of a few
+/// operations is short, and the caller decides between slices whether to go on.
+#[derive(Debug)]
+pub(crate) struct Application<'p> {
+    patch: &'p Patch,
+    /// The first operation not yet applied.
+    next: usize,
+    /// The bytes `copy` operations have duplicated so far ([`MAX_COPY_BYTES`]).
+    copied: u64,
+}
+
+impl Application<'_> {
+    /// Whether every operation has been applied.
+    pub(crate) fn is_done(&self) -> bool {
+        self.next >= self.patch.operations.len()
+    }
+
+    /// How many operations have been applied.
+    pub(crate) fn applied(&self) -> usize {
+        self.next
+    }
+
+    /// Applies up to `most` more operations to `doc`, which must be the document the earlier
+    /// slices were applied to. On error the document may be partly patched.
+    pub(crate) fn run(&mut self, doc: &mut Value, most: usize) -> Result<(), ApplyError> {
+        if self.next == 0 && !(doc.is_object() || doc.is_array()) {
             return Err(ApplyError::DocumentNotContainer(json_errors::kind_of(doc)));
         }
-        let mut copied = 0u64;
-        for operation in &self.operations {
-            let Some(operation) = operation else {
+        let end = self.next.saturating_add(most).min(self.patch.operations.len());
+        while self.next < end {
+            let Some(operation) = &self.patch.operations[self.next] else {
                 return Err(ApplyError::UnexpectedKind("unknown".into()));
             };
             match kind(operation).as_str() {
@@ -190,13 +228,16 @@ impl Patch {
                 "replace" => replace(operation, doc)?,
                 "move" => move_(operation, doc)?,
                 "test" => test(operation, doc)?,
-                "copy" => copy(operation, doc, &mut copied)?,
+                "copy" => copy(operation, doc, &mut self.copied)?,
                 other => return Err(ApplyError::UnexpectedKind(other.to_owned())),
             }
+            self.next += 1;
         }
         Ok(())
     }
+}
 
+impl Patch {
     /// Where the operations can change a document: for each operation that writes, the
     /// pointer of the container its `path` (and a `move`'s `from`) lands in, as written; `""`
     /// (the whole document) where a pointer is missing or not a string. Everything a

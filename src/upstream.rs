@@ -292,7 +292,7 @@ impl Client {
         let hard_deadline = Instant::now() + CLIENT_TIMEOUT;
         let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
         match self.post(&full_url, encode, deadline, sent.trace).await {
-            Ok(reply) => (Some(reply.status.as_u16()), check_reply(reply, sent)),
+            Ok(reply) => (Some(reply.status.as_u16()), check_reply(reply, sent).await),
             Err(error) => (None, Err(error)),
         }
     }
@@ -431,6 +431,21 @@ pub(crate) struct Sent<'a> {
     pub(crate) trace: Option<&'a http::HeaderMap>,
 }
 
+/// A webhook's answer at least this large is decoded on the runtime's blocking threads: the
+/// decoding (a patch of many operations is megabytes of base64) would otherwise hold up every
+/// other review on the serving thread for as long.
+pub(crate) const DECODE_ASIDE_BYTES: usize = 256 * 1024;
+
+/// [`decode_review`], on a blocking thread for a body of [`DECODE_ASIDE_BYTES`] or more.
+async fn decode_review_aside(body: Bytes) -> Result<WebhookReview, String> {
+    if body.len() < DECODE_ASIDE_BYTES {
+        return decode_review(&body);
+    }
+    tokio::task::spawn_blocking(move || decode_review(&body))
+        .await
+        .unwrap_or_else(|error| Err(format!("decoding was stopped: {error}")))
+}
+
 /// The body as Go's decoder reads it: a syntax error in Go's words (for a JSON body, which is
 /// what the API server's JSON serializer recognises: a `{` first), and the last of duplicate
 /// keys kept (serde refuses them in a struct; a map keeps the last).
@@ -452,7 +467,7 @@ pub(crate) fn decode_review(body: &[u8]) -> Result<WebhookReview, String> {
 }
 
 /// §8: HTTP status, body decoding, and the response checks of the sent version.
-fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, CallError> {
+async fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, CallError> {
     if !(200..=206).contains(&reply.status.as_u16()) {
         return Err(error::http_status(reply.status, reply.content_type.as_deref(), &reply.body));
     }
@@ -463,7 +478,8 @@ fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, Cal
             reply.content_type.as_deref().unwrap_or("application/json")
         )));
     }
-    let review = decode_review(&reply.body)
+    let review = decode_review_aside(reply.body)
+        .await
         .map_err(|e| CallError::Decode(format!("couldn't get version/kind; json parse error: {e}")))?;
     let received = (review.api_version.as_deref().unwrap_or(""), review.kind.as_deref().unwrap_or(""));
     // A declared type must be a known one, and the one that was sent (§8.2); a missing
@@ -585,8 +601,8 @@ mod tests {
         HttpReply { status: http::StatusCode::OK, content_type: None, body: Bytes::from(body.to_owned()) }
     }
 
-    #[test]
-    fn response_checks_of_v1_and_v1beta1() {
+    #[tokio::test]
+    async fn response_checks_of_v1_and_v1beta1() {
         let v1 = Sent { uid: "u", version: ReviewVersion::V1, mutating: true, trace: None };
         let validating = Sent { mutating: false, ..v1 };
         let beta = Sent { version: ReviewVersion::V1beta1, ..v1 };
@@ -632,11 +648,12 @@ mod tests {
             (beta, r#"{"kind":"AdmissionReview"}"#.into(), "webhook response was absent"),
         ];
         for (sent, body, expected) in cases {
-            let error = check_reply(reply(&body), &sent).unwrap_err().to_string();
+            let error = check_reply(reply(&body), &sent).await.unwrap_err().to_string();
             assert!(error.contains(expected), "{body}: {error}");
         }
         // v1beta1 checks neither uid nor type, and treats any patch as a JSONPatch.
         let ok = check_reply(reply(r#"{"response":{"uid":"other","allowed":true,"patch":"W10="}}"#), &beta)
+            .await
             .unwrap();
         assert_eq!(ok.patch_type.as_deref(), Some("JSONPatch"));
     }

@@ -8,14 +8,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio::time::Instant;
 
 use super::call::{self, Attempt};
 use super::matching::{self, Skip};
-use super::object::ObjectState;
+use super::object::{ObjectState, PatchError};
 use super::record::Records;
 use super::shadow::{self, CallMode};
 use super::verdict::{self, Judgement};
-use super::{Judged, Mutation, Review};
+use super::{Failure, Judged, Mutation, Review};
 use crate::config::compile::{Hook, ReinvocationPolicy};
 use crate::explain::{Phase, Step};
 use crate::patch::Patch;
@@ -100,12 +101,24 @@ async fn call_hook(review: &mut Review<'_>, hook: &Arc<Hook>, round: u8) -> (boo
         Attempt::Answered(response) => {
             review.keep_records(hook, response);
             let audit_patch = review.snapshot.settings.audit_patch_annotations;
-            match apply_patch(hook, round, response, &mut review.object, &mut review.records, audit_patch) {
+            let deadline = review.budget.deadline();
+            let applied = apply_patch(
+                hook,
+                round,
+                response,
+                &mut review.object,
+                &mut review.records,
+                audit_patch,
+                deadline,
+            )
+            .await;
+            match applied {
                 Ok((mutated, patch)) => {
                     (changed, applied_patch) = (mutated, patch);
                     Judged::allowed()
                 }
                 Err(PatchFailure::Call(error)) => review.failed(hook, PHASE, round, index, &error),
+                Err(PatchFailure::OutOfTime(error)) => review.failed(hook, PHASE, round, index, &error),
                 Err(PatchFailure::Internal(status)) => Judged::internal(status, "patch_failed"),
             }
         }
@@ -135,25 +148,50 @@ fn mutation_annotation(hook: &Hook, mutated: bool) -> String {
 
 enum PatchFailure {
     Call(CallError),
+    /// The review's deadline came first: judged by the webhook's `failurePolicy`, as a call
+    /// that timed out, with the object as it was before the patch.
+    OutOfTime(PatchOutOfTime),
     Internal(Status),
+}
+
+/// A patch not applied before the review's deadline (`ObjectState::apply`).
+pub(crate) struct PatchOutOfTime(PatchError);
+
+impl std::fmt::Display for PatchOutOfTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Failure for PatchOutOfTime {
+    fn reason(&self) -> &'static str {
+        "patch_out_of_time"
+    }
+
+    /// What the API server records for a call that ran into its deadline: 503.
+    fn code(&self) -> u16 {
+        503
+    }
 }
 
 /// §10.3, in the API server's order. Returns (changed, the patch if applied).
 /// The `patch.webhook…` annotation holds the patch itself and is only written when the
 /// settings ask for it (`auditPatchAnnotations`): see `config/settings.rs`.
-fn apply_patch(
+async fn apply_patch(
     hook: &Hook,
     round: u8,
     response: &crate::review::WebhookResponse,
     object: &mut ObjectState<'_>,
     records: &mut Records,
     audit_patch: bool,
+    deadline: Option<Instant>,
 ) -> Result<(bool, Option<Patch>), PatchFailure> {
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok((false, None));
     };
-    let patch =
-        Patch::decode(bytes).map_err(|e| PatchFailure::Call(CallError::UndecodablePatch(e.to_string())))?;
+    let patch = decode_patch(bytes)
+        .await
+        .map_err(|e| PatchFailure::Call(CallError::UndecodablePatch(e.to_string())))?;
     if patch.is_empty() {
         return Ok((false, None));
     }
@@ -170,8 +208,10 @@ fn apply_patch(
             status: Box::new(verdict::rejection(&hook.name, response.status.as_ref())),
         }));
     }
-    let changed =
-        object.apply(&patch).map_err(|e| PatchFailure::Internal(verdict::internal_error(&e.to_string())))?;
+    let changed = object.apply(&patch, deadline).await.map_err(|error| match error {
+        PatchError::OutOfTime { .. } => PatchFailure::OutOfTime(PatchOutOfTime(error)),
+        error => PatchFailure::Internal(verdict::internal_error(&error.to_string())),
+    })?;
     if audit_patch {
         let patch_json = patch.annotation_json();
         // Built by hand so the patch stays verbatim and the keys keep the API server's order.
@@ -184,4 +224,17 @@ fn apply_patch(
             .annotate(format!("patch.webhook.admission.k8s.io/round_{round}_index_{}", hook.position), value);
     }
     Ok((changed, Some(patch)))
+}
+
+/// [`Patch::decode`], on the runtime's blocking threads for a patch as large as
+/// `upstream::DECODE_ASIDE_BYTES` or more, so that other reviews on the serving thread go on.
+pub(super) async fn decode_patch(bytes: &[u8]) -> Result<Patch, String> {
+    if bytes.len() < crate::upstream::DECODE_ASIDE_BYTES {
+        return Patch::decode(bytes).map_err(|e| e.to_string());
+    }
+    let bytes = bytes.to_vec();
+    match tokio::task::spawn_blocking(move || Patch::decode(&bytes)).await {
+        Ok(decoded) => decoded.map_err(|e| e.to_string()),
+        Err(error) => Err(format!("decoding was stopped: {error}")),
+    }
 }

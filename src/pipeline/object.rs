@@ -19,10 +19,14 @@
 mod text;
 
 use std::cell::OnceCell;
+use std::future::Future as _;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::config::selector::Labels;
 use crate::patch::{ApplyError, Patch, Step};
@@ -71,7 +75,23 @@ pub(crate) enum PatchError {
     /// A patch made the object larger than `maxPatchedObjectBytes`.
     #[error("the patched object is {size} bytes, more than the {limit} bytes admission-gateway allows (maxPatchedObjectBytes)")]
     TooLarge { size: u64, limit: u64 },
+    /// The review's deadline came before the patch was applied; the object is as it was
+    /// before the patch. Judged by the webhook's `failurePolicy` (`mutate.rs`).
+    #[error("admission-gateway could not apply the patch before the review's deadline ({applied} of {operations} operations applied)")]
+    OutOfTime { applied: usize, operations: usize },
 }
+
+/// A patch of more operations than this is applied to a tree of the object, not to its text:
+/// each operation on the text scans and copies the text (`apply_to_text`), so the text path is
+/// linear only for a bounded number of operations, and beyond a few the one parse and encoding
+/// of the tree cost less (`benches/hot_path.rs`, `patch/…`).
+const MOST_TEXT_STEPS: usize = 8;
+
+/// Operations applied to a tree between two looks at the clock.
+const OPS_PER_LOOK: usize = 8;
+
+/// The longest a patch is applied before the other reviews on the thread get a turn.
+const SLICE: Duration = Duration::from_millis(1);
 
 #[derive(Deserialize)]
 struct MetadataOnly {
@@ -188,20 +208,70 @@ impl<'a> ObjectState<'a> {
     /// equality of the object before and after). On error the object may be partly patched:
     /// the request then fails, and the object is not used again. A patch that leaves the
     /// object larger than its limit ([`ObjectState::limited_to`]) is an error too.
-    pub(crate) fn apply(&mut self, patch: &Patch) -> Result<bool, PatchError> {
-        // Held only as a tree (after a whole-tree patch no webhook has been sent yet): patch
-        // the tree, without taking the patch apart for nothing.
-        if self.text().is_some() {
+    ///
+    /// Time is linear in the sizes of the patch and the object. A long patch lets other work
+    /// on the thread run every [`SLICE`], and stops at `deadline` with
+    /// [`PatchError::OutOfTime`], leaving the object as it was before the patch.
+    pub(crate) async fn apply(
+        &mut self,
+        patch: &Patch,
+        deadline: Option<Instant>,
+    ) -> Result<bool, PatchError> {
+        // A few operations on the text, when it is held (not only a tree: after a whole-tree
+        // patch no webhook has been sent yet); more on a tree parsed once.
+        if patch.len() <= MOST_TEXT_STEPS && self.text().is_some() {
             if let Some(applied) = patch.steps().and_then(|steps| self.apply_to_text(patch, &steps)) {
                 return applied;
             }
         }
+        self.apply_to_tree(patch, deadline).await
+    }
+
+    /// [`ObjectState::apply`] without a deadline, run to its end on this thread (fuzzing,
+    /// benches, tests: outside any runtime, its yields return at once).
+    pub(crate) fn apply_now(&mut self, patch: &Patch) -> Result<bool, PatchError> {
+        let mut applying = std::pin::pin!(self.apply(patch, None));
+        let mut context = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(applied) = applying.as_mut().poll(&mut context) {
+                return applied;
+            }
+        }
+    }
+
+    /// [`ObjectState::apply`] on a tree of the whole object, parsed once.
+    async fn apply_to_tree(&mut self, patch: &Patch, deadline: Option<Instant>) -> Result<bool, PatchError> {
+        if self.text().is_none() {
+            // Held only as a tree: its text first, the object as it was should the patch not
+            // finish in time. (A serde_json::Value always encodes.)
+            self.encoded = self.tree.as_ref().and_then(|tree| serde_json::value::to_raw_value(tree).ok());
+        }
         self.ensure_tree();
-        let Some(tree) = self.tree.as_mut() else {
+        let Some(mut tree) = self.tree.take() else {
             return Err(PatchError::Decode("no object".into()));
         };
-        let before = Snapshot::of(tree, &patch.written_containers());
-        patch.apply(tree)?;
+        let before = Snapshot::of(&tree, &patch.written_containers());
+        let mut application = patch.application();
+        let mut slice_began = Instant::now();
+        loop {
+            application.run(&mut tree, OPS_PER_LOOK)?;
+            if application.is_done() {
+                break;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|deadline| now >= deadline) {
+                // The tree is dropped: the text still holds the object as it was.
+                return Err(PatchError::OutOfTime {
+                    applied: application.applied(),
+                    operations: patch.len(),
+                });
+            }
+            if now.duration_since(slice_began) >= SLICE {
+                tokio::task::yield_now().await;
+                slice_began = Instant::now();
+            }
+        }
+        let tree = self.tree.insert(tree);
         if !tree.is_object() {
             return Err(PatchError::Decode(format!(
                 "the patched object is not a JSON object: {}",
@@ -325,11 +395,12 @@ impl Snapshot {
     fn of(tree: &Value, written: &[String]) -> Self {
         let mut pointers: Vec<&str> =
             written.iter().map(|pointer| resolvable_prefix(tree, pointer)).collect();
-        // Shortest first; drop any pointer inside one already kept.
-        pointers.sort_by_key(|pointer| pointer.len());
+        // In segment order, whatever lies inside a pointer follows it directly: one pass keeps
+        // the outermost (a pairwise check would be quadratic in a patch of many containers).
+        pointers.sort_unstable_by(|a, b| a.split('/').cmp(b.split('/')));
         let mut kept: Vec<&str> = Vec::new();
         for pointer in pointers {
-            if !kept.iter().any(|outer| inside(pointer, outer)) {
+            if !kept.last().is_some_and(|outer| inside(pointer, outer)) {
                 kept.push(pointer);
             }
         }
@@ -344,30 +415,34 @@ impl Snapshot {
 }
 
 /// The longest prefix of `pointer`, cut at a `/`, that names a value in `tree` through
-/// segments `Value::pointer` and Go's json-patch read alike.
+/// segments `Value::pointer` and Go's json-patch read alike (no number with a sign or a
+/// leading zero, which Go's `strconv.Atoi` reads as an index where `Value::pointer` does not).
+/// One walk down the tree: linear in the pointer's length.
 fn resolvable_prefix<'p>(tree: &Value, pointer: &'p str) -> &'p str {
-    let mut end = pointer.len();
-    loop {
-        let prefix = &pointer[..end];
-        if canonical(prefix) && tree.pointer(prefix).is_some() {
-            return prefix;
-        }
-        match prefix.rfind('/') {
-            Some(cut) => end = cut,
-            None => return "",
-        }
+    if !pointer.starts_with('/') {
+        return "";
     }
-}
-
-/// No segment that is a number with a sign or a leading zero (Go's `strconv.Atoi` reads those
-/// as indices where `Value::pointer` does not).
-fn canonical(pointer: &str) -> bool {
-    pointer.split('/').skip(1).all(|segment| {
+    let mut node = tree;
+    let mut end = 0;
+    for segment in pointer[1..].split('/') {
         let numeric = segment.trim_start_matches(['+', '-']);
         let signed = numeric.len() != segment.len();
         let is_number = !numeric.is_empty() && numeric.bytes().all(|b| b.is_ascii_digit());
-        !(is_number && (signed || (numeric.len() > 1 && numeric.starts_with('0'))))
-    })
+        if is_number && (signed || (numeric.len() > 1 && numeric.starts_with('0'))) {
+            break;
+        }
+        // As `Value::pointer` reads a segment.
+        let key = segment.replace("~1", "/").replace("~0", "~");
+        let child = match node {
+            Value::Object(map) => map.get(&key),
+            Value::Array(items) => key.parse::<usize>().ok().and_then(|index| items.get(index)),
+            _ => None,
+        };
+        let Some(child) = child else { break };
+        node = child;
+        end += 1 + segment.len();
+    }
+    &pointer[..end]
 }
 
 /// Whether `pointer` names `outer` or something inside it.
@@ -428,11 +503,11 @@ mod tests {
         assert_eq!(object.raw().unwrap().get(), received.get(), "untouched object is forwarded as received");
         assert_eq!(object.labels().unwrap().get("b"), None);
         let add = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
-        assert!(object.apply(&add).unwrap());
+        assert!(object.apply_now(&add).unwrap());
         let same = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
-        assert!(!object.apply(&same).unwrap(), "re-adding an existing label changes nothing");
+        assert!(!object.apply_now(&same).unwrap(), "re-adding an existing label changes nothing");
         let remove = Patch::decode(br#"[{"op":"remove","path":"/spec/x"}]"#).unwrap();
-        assert!(object.apply(&remove).unwrap());
+        assert!(object.apply_now(&remove).unwrap());
         assert_eq!(
             object.labels().unwrap().get("b").map(String::as_str),
             Some("2"),
@@ -492,7 +567,7 @@ mod tests {
         for (text, changes) in patches {
             let patch = Patch::decode(text.as_bytes()).unwrap();
             let before = object.tree().unwrap().clone();
-            let changed = object.apply(&patch).unwrap();
+            let changed = object.apply_now(&patch).unwrap();
             let after = object.tree().unwrap();
             assert_eq!(changed, &before != after, "{text}: snapshot and whole-tree equality disagree");
             assert_eq!(changed, changes, "{text}");
@@ -517,16 +592,16 @@ mod tests {
         ];
         let mut object = ObjectState::new(Some(&received), None);
         for text in patches {
-            assert!(object.apply(&Patch::decode(text.as_bytes()).unwrap()).unwrap(), "{text}");
+            assert!(object.apply_now(&Patch::decode(text.as_bytes()).unwrap()).unwrap(), "{text}");
             let size = serde_json::to_string(object.tree().unwrap()).unwrap().len() as u64;
             assert!(object.size_bound >= size, "{text}: bound {} < size {size}", object.size_bound);
         }
 
         let mut object = ObjectState::new(Some(&received), None).limited_to(90);
         let add = |n: usize| format!(r#"[{{"op":"add","path":"/spec/x{n}","value":"{}"}}]"#, "y".repeat(20));
-        assert!(object.apply(&Patch::decode(add(1).as_bytes()).unwrap()).unwrap());
+        assert!(object.apply_now(&Patch::decode(add(1).as_bytes()).unwrap()).unwrap());
         assert_eq!(object.size_bound, 70, "measured once near the limit: exact");
-        match object.apply(&Patch::decode(add(2).as_bytes()).unwrap()) {
+        match object.apply_now(&Patch::decode(add(2).as_bytes()).unwrap()) {
             Err(PatchError::TooLarge { size: 98, limit: 90 }) => {}
             other => panic!("{other:?}"),
         }
@@ -651,7 +726,7 @@ mod tests {
                 }
                 let mut expected = tree.clone();
                 let reference = patch.apply(&mut expected).map_err(|e| e.to_string());
-                let outcome = state.apply(&patch);
+                let outcome = state.apply_now(&patch);
                 match (&reference, outcome) {
                     (Ok(()), Ok(changed)) => {
                         assert_eq!(changed, expected != tree, "chain {chain}, {text}: changed");
@@ -697,9 +772,211 @@ mod tests {
         let received = raw(r#"{"metadata":{"labels":{"a":"1"}}}"#);
         let mut object = ObjectState::new(Some(&received), None);
         let add = Patch::decode(br#"[{"op":"add","path":"/metadata/labels/b","value":"2"}]"#).unwrap();
-        assert!(object.apply(&add).unwrap());
+        assert!(object.apply_now(&add).unwrap());
         assert!(object.spliced.is_some(), "applied to the text");
         object.spliced = Some(r#"{"metadata":{"labels":{"a":"1","b":"2"}"#.to_owned());
         assert_eq!(object.raw().unwrap().get(), r#"{"metadata":{"labels":{"a":"1","b":"2"}}}"#);
+    }
+
+    /// The longest resolvable prefix as it was first written, a pointer prefix at a time from
+    /// the longest (quadratic in the pointer's depth): the oracle for the one walk that
+    /// replaced it.
+    fn resolvable_prefix_oracle<'p>(tree: &Value, pointer: &'p str) -> &'p str {
+        let canonical = |pointer: &str| {
+            pointer.split('/').skip(1).all(|segment| {
+                let numeric = segment.trim_start_matches(['+', '-']);
+                let signed = numeric.len() != segment.len();
+                let is_number = !numeric.is_empty() && numeric.bytes().all(|b| b.is_ascii_digit());
+                !(is_number && (signed || (numeric.len() > 1 && numeric.starts_with('0'))))
+            })
+        };
+        let mut end = pointer.len();
+        loop {
+            let prefix = &pointer[..end];
+            if canonical(prefix) && tree.pointer(prefix).is_some() {
+                return prefix;
+            }
+            match prefix.rfind('/') {
+                Some(cut) => end = cut,
+                None => return "",
+            }
+        }
+    }
+
+    #[test]
+    fn the_resolvable_prefix_is_the_longest_one_value_pointer_reads() {
+        let tree: Value = serde_json::from_str(
+            r#"{"a":{"b":[{"c":1},{"0":{"d":null}}],"x/y":{"~":2},"":{"":3},"+1":4,"01":5,"-":[6]}}"#,
+        )
+        .unwrap();
+        let segments =
+            ["a", "b", "0", "1", "2", "c", "d", "x~1y", "~0", "", "+1", "01", "-", "-1", "00", "1e0"];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        for _ in 0..5000 {
+            let depth = next(6);
+            let mut pointer: String =
+                (0..depth).map(|_| format!("/{}", segments[next(segments.len())])).collect();
+            if next(10) == 0 {
+                pointer.insert(0, 'a');
+            }
+            assert_eq!(
+                resolvable_prefix(&tree, &pointer),
+                resolvable_prefix_oracle(&tree, &pointer),
+                "{pointer}"
+            );
+        }
+        assert_eq!(resolvable_prefix(&tree, "/a/b/1/0/d/e"), "/a/b/1/0/d");
+        assert_eq!(resolvable_prefix(&tree, "/a/+1"), "/a");
+    }
+
+    /// Containers that are not inside one another but sort between one and what lies inside
+    /// it (`/a!` between `/a` and `/a/b` as text): the snapshot keeps the outermost of each
+    /// and sees a change in any.
+    #[test]
+    fn the_snapshot_keeps_every_outermost_container() {
+        let received = raw(r#"{"a":{"b":{"k":1},"c":{"k":1}},"a!":{"k":1},"a0":{"k":1}}"#);
+        let cases = [("/a!/k", true), ("/a0/k", true), ("/a/c/k", true), ("/a/b/k", true), ("/a!/k", false)];
+        for (written, changes) in cases {
+            // `/a/b` writes to `/a` itself, the same value.
+            let patch: Vec<String> = ["/a/b", "/a/b/k", "/a!/k", "/a/c/k", "/a0/k"]
+                .iter()
+                .cycle()
+                .take(5 * (MOST_TEXT_STEPS + 1))
+                .map(|path| {
+                    let value = match *path {
+                        "/a/b" => r#"{"k":1}"#,
+                        path if path == written && changes => "2",
+                        _ => "1",
+                    };
+                    format!(r#"{{"op":"replace","path":"{path}","value":{value}}}"#)
+                })
+                .collect();
+            let patch = Patch::decode(format!("[{}]", patch.join(",")).as_bytes()).unwrap();
+            let mut object = ObjectState::new(Some(&received), None);
+            assert_eq!(object.apply_now(&patch).unwrap(), changes, "{written}");
+        }
+    }
+
+    /// A patch of many operations (more than the text path takes) of every kind, many
+    /// containers among them: patched as `Patch::apply` patches, the change seen, the
+    /// combined patch replaying to the object.
+    #[test]
+    fn a_patch_of_many_operations_is_applied_as_the_tree_applies_it() {
+        let received = raw(r#"{"metadata":{"name":"p","labels":{"a":"1"}},"spec":{"list":[],"tags":["t"]}}"#);
+        let mut operations = vec![r#"{"op":"test","path":"/metadata/name","value":"p"}"#.to_owned()];
+        for i in 0..3000 {
+            operations.push(format!(r#"{{"op":"add","path":"/metadata/labels/l{i}","value":"v{i}"}}"#));
+            operations.push(format!(r#"{{"op":"add","path":"/spec/list/-","value":{{"i":{i}}}}}"#));
+            operations.push(format!(r#"{{"op":"replace","path":"/spec/list/{i}/i","value":"{i}"}}"#));
+            if i % 3 == 0 {
+                operations.push(format!(r#"{{"op":"remove","path":"/metadata/labels/l{i}"}}"#));
+                operations.push(format!(r#"{{"op":"copy","from":"/spec/tags","path":"/spec/list/{i}/t"}}"#));
+                operations
+                    .push(format!(r#"{{"op":"move","from":"/spec/list/{i}/t","path":"/spec/list/{i}/m"}}"#));
+            }
+        }
+        let patch = Patch::decode(format!("[{}]", operations.join(",")).as_bytes()).unwrap();
+        let mut expected: Value = serde_json::from_str(received.get()).unwrap();
+        patch.apply(&mut expected).unwrap();
+
+        let mut object = ObjectState::new(Some(&received), None);
+        assert!(object.apply_now(&patch).unwrap());
+        assert_eq!(object.tree().unwrap(), &expected);
+        assert_eq!(object.labels().unwrap().len(), 2001, "labels follow the patch");
+        let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
+        Patch::decode(&object.combined_patch().unwrap()).unwrap().apply(&mut replayed).unwrap();
+        assert_eq!(replayed, expected);
+        // Undone within the same patch: no change.
+        let mut object = ObjectState::new(Some(&received), None);
+        let undone: Vec<String> = (0..50)
+            .flat_map(|i| {
+                [
+                    format!(r#"{{"op":"add","path":"/metadata/labels/x{i}","value":"v"}}"#),
+                    format!(r#"{{"op":"remove","path":"/metadata/labels/x{i}"}}"#),
+                ]
+            })
+            .collect();
+        let undone = Patch::decode(format!("[{}]", undone.join(",")).as_bytes()).unwrap();
+        assert!(!object.apply_now(&undone).unwrap());
+        assert_eq!(object.combined_patch(), None);
+    }
+
+    fn labels_patch(count: usize) -> Patch {
+        let operations: Vec<String> = (0..count)
+            .map(|i| format!(r#"{{"op":"add","path":"/metadata/labels/l{i}","value":"v"}}"#))
+            .collect();
+        Patch::decode(format!("[{}]", operations.join(",")).as_bytes()).unwrap()
+    }
+
+    /// Past the deadline a long patch stops, and the object is as it was before it: as
+    /// received, or as the patches before left it (also when held only as a tree).
+    #[tokio::test]
+    async fn a_patch_past_the_deadline_stops_and_leaves_the_object_as_it_was() {
+        let received = raw(r#"{"metadata":{"name":"p","labels":{"a":"1"}}}"#);
+        let past = Some(Instant::now());
+        let long = labels_patch(100);
+
+        let mut object = ObjectState::new(Some(&received), None);
+        match object.apply(&long, past).await {
+            Err(PatchError::OutOfTime { applied, operations: 100 }) => assert!(applied < 100, "{applied}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!object.changed());
+        assert_eq!(object.raw().unwrap().get(), received.get());
+        assert_eq!(object.combined_patch(), None);
+
+        // After a first patch applied to the tree, with no webhook sent since.
+        let mut object = ObjectState::new(Some(&received), None);
+        let first =
+            Patch::decode(br#"[{"op":"move","from":"/metadata/labels/a","path":"/metadata/labels/b"}]"#)
+                .unwrap();
+        assert!(object.apply(&first, None).await.unwrap());
+        let after_first = object.tree().unwrap().clone();
+        assert!(matches!(object.apply(&long, past).await, Err(PatchError::OutOfTime { .. })));
+        assert_eq!(object.tree().unwrap(), &after_first);
+        assert_eq!(serde_json::from_str::<Value>(object.raw().unwrap().get()).unwrap(), after_first);
+        assert_eq!(object.labels().unwrap().keys().collect::<Vec<_>>(), ["b"]);
+        let mut replayed: Value = serde_json::from_str(received.get()).unwrap();
+        Patch::decode(&object.combined_patch().unwrap()).unwrap().apply(&mut replayed).unwrap();
+        assert_eq!(replayed, after_first, "the stopped patch is not in the combined patch");
+
+        // With time left, the same patch applies.
+        let later = Some(Instant::now() + Duration::from_secs(3600));
+        assert!(object.apply(&long, later).await.unwrap());
+        assert_eq!(object.labels().unwrap().len(), 101);
+    }
+
+    /// While a long patch is applied, other tasks of the thread get turns.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_long_patch_lets_other_work_on_the_thread_run() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let received = raw(r#"{"metadata":{"name":"p","labels":{}}}"#);
+        let turns = Arc::new(AtomicUsize::new(0));
+        let counting = tokio::spawn({
+            let turns = turns.clone();
+            async move {
+                loop {
+                    turns.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        // Long enough to pass several slices of SLICE on any machine, in any build.
+        let long = labels_patch(200_000);
+        let began = Instant::now();
+        let mut object = ObjectState::new(Some(&received), None);
+        assert!(object.apply(&long, None).await.unwrap());
+        let took = began.elapsed();
+        let turns = turns.load(Ordering::Relaxed);
+        counting.abort();
+        assert!(took < 2 * SLICE || turns >= 2, "{turns} turns for others in {took:?}");
+        assert_eq!(object.labels().unwrap().len(), 200_000);
     }
 }

@@ -27,7 +27,6 @@ use super::Review;
 use crate::config::compile::Hook;
 use crate::config::mode::Mode;
 use crate::explain::{Explanation, Phase, Step};
-use crate::patch::Patch;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, WebhookResponse};
 use crate::traces::{CallEnd, Parent};
@@ -406,6 +405,7 @@ enum Said {
 impl ShadowCall {
     async fn run(self) -> ShadowReport {
         let mutating = self.phase == Phase::Mutating;
+        let began = tokio::time::Instant::now();
         let mut called = call::call(
             &self.hook,
             &self.request,
@@ -421,7 +421,8 @@ impl ShadowCall {
                 (Said::Denied, format!("denied: {}", status.message.unwrap_or_default()))
             }
             Attempt::Answered(response) if mutating => {
-                match would_mutate(response, self.object.as_deref(), self.object_limit) {
+                let deadline = self.hook.timeout.map(|timeout| began + timeout);
+                match would_mutate(response, self.object.as_deref(), self.object_limit, deadline).await {
                     Ok(Some(paths)) => {
                         (Said::Mutates(paths), "allowed, with a patch that changes the object".into())
                     }
@@ -471,16 +472,17 @@ impl ShadowCall {
 /// Whether an allowing mutating webhook's patch would have changed `object`, judged as the
 /// chain judges it (`mutate.rs`, §10.3): `Ok(Some(paths))` if it would. `Err`: a patch the
 /// chain would have failed on, with its bounded reason and words.
-fn would_mutate(
+async fn would_mutate(
     response: &WebhookResponse,
     object: Option<&RawValue>,
     object_limit: u64,
+    deadline: Option<tokio::time::Instant>,
 ) -> Result<Option<Vec<String>>, (&'static str, String)> {
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok(None);
     };
-    let patch = Patch::decode(bytes).map_err(|e| {
-        let error = CallError::UndecodablePatch(e.to_string());
+    let patch = super::mutate::decode_patch(bytes).await.map_err(|e| {
+        let error = CallError::UndecodablePatch(e);
         (error.reason(), error.to_string())
     })?;
     if patch.is_empty() {
@@ -493,7 +495,7 @@ fn would_mutate(
     if response.patch_type.as_deref() != Some("JSONPatch") {
         return Err(("unsupported_patch_type", "unsupported patch type".into()));
     }
-    match state.apply(&patch) {
+    match state.apply(&patch, deadline).await {
         Ok(true) => Ok(Some(
             patch
                 .written_paths()
@@ -503,6 +505,9 @@ fn would_mutate(
                 .collect(),
         )),
         Ok(false) => Ok(None),
+        Err(error @ super::object::PatchError::OutOfTime { .. }) => {
+            Err(("patch_out_of_time", error.to_string()))
+        }
         Err(error) => Err(("patch_failed", error.to_string())),
     }
 }
@@ -546,8 +551,8 @@ mod tests {
         assert!(differ > 50, "{differ}");
     }
 
-    #[test]
-    fn a_would_be_mutation_is_judged_as_the_chain_judges_it() {
+    #[tokio::test]
+    async fn a_would_be_mutation_is_judged_as_the_chain_judges_it() {
         let object = RawValue::from_string(r#"{"metadata":{"labels":{"a":"1"}}}"#.into()).unwrap();
         let response = |patch: &str| WebhookResponse {
             allowed: true,
@@ -556,24 +561,27 @@ mod tests {
             ..WebhookResponse::default()
         };
         let changing = r#"[{"op":"add","path":"/metadata/labels/b","value":"secret"},{"op":"test","path":"/metadata","value":{}}]"#;
-        let result = would_mutate(&response(changing), Some(&object), 1 << 20);
+        let result = would_mutate(&response(changing), Some(&object), 1 << 20, None).await;
         assert!(matches!(result, Err(("patch_failed", _))), "the test operation fails: {result:?}");
         let changing = r#"[{"op":"add","path":"/metadata/labels/b","value":"secret"}]"#;
         assert_eq!(
-            would_mutate(&response(changing), Some(&object), 1 << 20),
+            would_mutate(&response(changing), Some(&object), 1 << 20, None).await,
             Ok(Some(vec!["/metadata/labels/b".to_owned()]))
         );
         let same = r#"[{"op":"replace","path":"/metadata/labels/a","value":"1"}]"#;
-        assert_eq!(would_mutate(&response(same), Some(&object), 1 << 20), Ok(None));
-        assert_eq!(would_mutate(&response("[]"), Some(&object), 1 << 20), Ok(None));
+        assert_eq!(would_mutate(&response(same), Some(&object), 1 << 20, None).await, Ok(None));
+        assert_eq!(would_mutate(&response("[]"), Some(&object), 1 << 20, None).await, Ok(None));
         assert!(matches!(
-            would_mutate(&response("{"), Some(&object), 1 << 20),
+            would_mutate(&response("{"), Some(&object), 1 << 20, None).await,
             Err(("undecodable_patch", _))
         ));
         // maxPatchedObjectBytes, as the enforced chain applies it.
         let growing = format!(r#"[{{"op":"add","path":"/metadata/labels/b","value":"{}"}}]"#, "x".repeat(64));
-        assert_eq!(would_mutate(&response(&growing), Some(&object), 1 << 20).map(|p| p.is_some()), Ok(true));
-        let result = would_mutate(&response(&growing), Some(&object), 64);
+        assert_eq!(
+            would_mutate(&response(&growing), Some(&object), 1 << 20, None).await.map(|p| p.is_some()),
+            Ok(true)
+        );
+        let result = would_mutate(&response(&growing), Some(&object), 64, None).await;
         assert!(
             matches!(&result, Err(("patch_failed", why)) if why.contains("maxPatchedObjectBytes")),
             "{result:?}"

@@ -30,6 +30,9 @@ thread_local! {
     static LANE: Cell<usize> = const { Cell::new(0) };
 }
 
+/// Blocking threads per serving thread (`upstream::DECODE_ASIDE_BYTES`).
+const BLOCKING_THREADS: usize = 2;
+
 /// Connections waiting to be accepted, per socket (tokio's own default).
 const LISTEN_BACKLOG: i32 = 1024;
 
@@ -117,6 +120,9 @@ pub(crate) fn start(
     for (listener, index) in listeners.into_iter().zip(1..) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            // Large webhook answers are decoded on blocking threads (`upstream.rs`): a few per
+            // serving thread, the rest wait their turn, as many as there are reviews in flight.
+            .max_blocking_threads(BLOCKING_THREADS)
             .on_thread_park(crate::alloc::on_park)
             .build()?;
         handles.push(runtime.handle().clone());

@@ -43,6 +43,8 @@ pub struct ServeOptions {
     pub idle_timeout: std::time::Duration,
     /// OTLP/HTTP collector (`http://HOST:PORT`) to export traces to; `None`: no tracing.
     pub otlp_endpoint: Option<String>,
+    /// How long in-flight reviews get to finish once the listeners stop accepting.
+    pub in_flight_grace: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -66,6 +68,7 @@ impl ServeOptions {
             threads: server::threads::default_threads(),
             idle_timeout: server::limits::IDLE_TIMEOUT,
             otlp_endpoint: None,
+            in_flight_grace: server::DEFAULT_IN_FLIGHT_GRACE,
         }
     }
 }
@@ -151,6 +154,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         shadows: Shadows::cancelled_by(stop.clone()),
         draining: AtomicBool::new(false),
         traces,
+        in_flight_grace: options.in_flight_grace,
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;

@@ -120,9 +120,14 @@ pub(crate) struct ServeArgs {
     pub(crate) fleet_namespace: Option<String>,
     /// On SIGTERM or Ctrl-C: fail /readyz at once but keep serving this long (Go duration),
     /// so endpoints drop this replica before it stops accepting; in-flight reviews then have
-    /// 30 s to finish.
+    /// --in-flight-grace to finish.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub(crate) drain_delay: String,
+    /// Once the listeners stop accepting, how long in-flight reviews get to finish (Go
+    /// duration); the process exits at most a few seconds after the drain delay and this,
+    /// whatever is still running.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub(crate) in_flight_grace: String,
     /// Cluster mode: report the namespace cache stale (/readyz?verbose, /metrics) once its
     /// watch has been down this long (Go duration).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
@@ -227,7 +232,7 @@ pub fn run(cli: Cli) -> ExitCode {
             return exit::code(exit::ERROR);
         }
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         let result = match cli.command {
             Command::Serve(args) => serve(args).await,
             Command::Check(args) => return check::run(&args),
@@ -242,7 +247,10 @@ pub fn run(cli: Cli) -> ExitCode {
                 exit::code(exit::ERROR)
             }
         }
-    })
+    });
+    // Whatever blocking work is left (a webhook answer being decoded) is not waited for long.
+    runtime.shutdown_timeout(STOP_SLACK);
+    code
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -273,6 +281,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None
     };
     let drain_delay = duration_flag("--drain-delay", &args.drain_delay)?;
+    let in_flight_grace = duration_flag("--in-flight-grace", &args.in_flight_grace)?;
     let mut options = ServeOptions::new(
         args.config,
         app::resolve(&args.listen).await?,
@@ -284,14 +293,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.max_connections = args.max_connections.max(1);
     options.threads = args.threads.map_or_else(crate::server::threads::default_threads, usize::from);
     options.otlp_endpoint = args.otlp_endpoint;
+    options.in_flight_grace = in_flight_grace;
     let running = app::start(options).await?;
     let watching = tokio::spawn(crate::alloc::watch(CONTROL_WORKERS, running.serving_runtimes().to_vec()));
     app::shutdown_signal().await;
     watching.abort();
     tracing::info!("shutting down: draining");
-    running.drain(drain_delay).await;
+    // Bounded whatever the serving threads are doing: one stuck in CPU work would never see
+    // its own grace run out. The process then ends with the threads still running.
+    let bound = drain_delay.saturating_add(in_flight_grace).saturating_add(STOP_SLACK);
+    if tokio::time::timeout(bound, running.drain(drain_delay)).await.is_err() {
+        tracing::error!(
+            bound_ms = bound.as_millis() as u64,
+            "the serving threads did not stop within the drain delay and the in-flight grace: exiting without them"
+        );
+    }
     Ok(())
 }
+
+/// Past the drain delay and the in-flight grace, the most a stop may take for the background
+/// tasks and the last spans to be sent.
+const STOP_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A flag holding a Go duration of 0 or more.
 fn duration_flag(flag: &str, text: &str) -> anyhow::Result<std::time::Duration> {

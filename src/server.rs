@@ -32,8 +32,9 @@ pub(crate) use routes::Listener;
 
 /// A TLS handshake or request head taking longer than this is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long in-flight reviews get to finish on shutdown.
-pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long in-flight reviews get to finish on shutdown, unless `serve --in-flight-grace`
+/// says otherwise.
+pub(crate) const DEFAULT_IN_FLIGHT_GRACE: Duration = Duration::from_secs(30);
 
 /// A review seen by the server with its explanation, for the demo's printed reports.
 #[derive(Debug)]
@@ -60,6 +61,8 @@ pub(crate) struct State {
     pub(crate) draining: AtomicBool,
     /// Tracing, with `--otlp-endpoint` (src/traces.rs); `None`: no span is made.
     pub(crate) traces: Option<Arc<crate::traces::Traces>>,
+    /// How long in-flight requests get to finish once the listeners stop accepting.
+    pub(crate) in_flight_grace: Duration,
 }
 
 /// Accepts connections (within `limits`) until `shutdown` turns true, then drains in-flight
@@ -176,8 +179,9 @@ pub(crate) async fn serve_with(
     }
     state.ready.store(false, Ordering::SeqCst);
     drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
-        tracing::warn!("in-flight requests did not finish within {DRAIN_TIMEOUT:?}");
+    let grace = state.in_flight_grace;
+    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+        tracing::warn!("in-flight requests did not finish within {grace:?}: stopped");
     }
 }
 

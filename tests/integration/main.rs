@@ -21,6 +21,7 @@ mod failure_policy;
 mod faults;
 mod loadtest_mock;
 mod logs;
+mod many_operations;
 mod match_conditions;
 mod matching;
 mod metrics;

@@ -131,6 +131,13 @@ fn matching(c: &mut Criterion) {
     group.finish();
 }
 
+/// One patch of `n` operations, each adding a distinct label.
+fn labels_patch(n: usize) -> Patch {
+    let operations: Vec<String> =
+        (0..n).map(|i| format!(r#"{{"op":"add","path":"/metadata/labels/many-{i}","value":"a"}}"#)).collect();
+    Patch::decode(format!("[{}]", operations.join(",")).as_bytes()).expect("patch")
+}
+
 fn patch_apply(c: &mut Criterion) {
     let mut group = c.benchmark_group("patch");
     let object: Value = serde_json::from_str(object_of(&padded_pod(10 * 1024)).get()).expect("object");
@@ -172,6 +179,28 @@ fn combined_patch(c: &mut Criterion) {
             b.iter(|| bench::combined_patch(black_box(&object), black_box(&patches)))
         });
     }
+    // One patch of n operations, each adding a label: on the object's text (n ≤ 8, as the
+    // chain takes it) and on a tree, to place the threshold; and patches of many operations.
+    for n in [1, 2, 4, 8, 16, 32] {
+        let patch = labels_patch(n);
+        for (path, on_tree) in [("text", false), ("tree", true)] {
+            if !on_tree && n > 8 {
+                continue;
+            }
+            assert_eq!(bench::patch_object(&object, &patch, on_tree), Some(true));
+            group.bench_function(format!("one-patch-of-{n}/{path}/pod-10k"), |b| {
+                b.iter(|| bench::patch_object(black_box(&object), black_box(&patch), on_tree))
+            });
+        }
+    }
+    for n in [1_000, 10_000, 100_000] {
+        let patch = labels_patch(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_function(format!("one-patch-of-{n}/pod-10k"), |b| {
+            b.iter(|| bench::patch_object(black_box(&object), black_box(&patch), false))
+        });
+    }
+    group.throughput(Throughput::Elements(1));
     // Baseline: the object parsed into a tree and nothing else.
     group.bench_function("parse-only/pod-10k", |b| {
         b.iter(|| serde_json::from_str::<Value>(black_box(object.get())).expect("JSON"))

@@ -47,6 +47,25 @@ for name, obj in objects:
     for i, patch in enumerate(patches):
         write("json_patch", f"{name}-{i}", json.dumps(obj) + "\0" + json.dumps(patch))
 
+# Patches of many operations (more than the text path takes: src/pipeline/object.rs), over
+# many containers, on the Pod: labels added one by one, and a mix of every operation.
+pod = dict(objects)["pod-create"]
+many_labels = [{"op": "add", "path": "/metadata/labels", "value": {}}]
+many_labels += [{"op": "add", "path": f"/metadata/labels/l{i}", "value": str(i)} for i in range(2000)]
+write("json_patch", "pod-create-many-labels", json.dumps(pod) + "\0" + json.dumps(many_labels))
+mix = [{"op": "add", "path": "/spec/many", "value": []}]
+for i in range(40):
+    mix += [
+        {"op": "add", "path": "/spec/many/-", "value": {"i": i, "tags": ["a"]}},
+        {"op": "replace", "path": f"/spec/many/{i}/i", "value": str(i)},
+        {"op": "copy", "from": f"/spec/many/{i}/tags", "path": f"/spec/many/{i}/copied"},
+        {"op": "move", "from": f"/spec/many/{i}/copied", "path": f"/spec/many/{i}/moved"},
+        {"op": "test", "path": f"/spec/many/{i}/moved", "value": ["a"]},
+        {"op": "add", "path": "/spec/many/0", "value": None},
+        {"op": "remove", "path": "/spec/many/0"},
+    ]
+write("json_patch", "pod-create-many-mixed", json.dumps(pod) + "\0" + json.dumps(mix))
+
 # config_load: the example fleet and settings, alone, together, and as JSON.
 fleet = read("deploy/base/fleet/fleet.yaml")
 settings = read("config/gateway.example.yaml")

@@ -4,7 +4,7 @@
 #   loadtest/compare.sh SCENARIO... | all  [--write-readme]
 #
 # Scenarios: mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000
-# big-object inflight-2000 overload (loadtest/README.md says what each measures). For each, the script
+# big-object many-ops inflight-2000 overload (loadtest/README.md says what each measures). For each, the script
 # starts the mock webhook fleet (loadtest/mock_webhook.rs), nginx as a TLS keep-alive reverse
 # proxy to it, and the gateway (release build) with a fleet pointing at it, all on random
 # loopback ports; drives the same wrk load at each target, alternating targets over ROUNDS
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object inflight-2000 overload)
+ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object many-ops inflight-2000 overload)
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-2}
 C1_DURATION=${C1_DURATION:-1}
@@ -817,6 +817,38 @@ scenario_big-object() {
         "$(awk -v b="$(get c1 big p50)" -v s="$(get c1 small p50)" -v r="$size_ratio" 'BEGIN { printf "%.1f / %.1f ms", b / 1000 / (1572864 / 1048576), s / 1000 / (1572864 / 1048576 / r) }')" "—" "(linear: equal)"
     gateway_log_note gateway
     result big nginx direct
+}
+
+scenario_many-ops() {
+    local ten hundred
+    ten=$(body ops-10k $PAD operations=10k) hundred=$(body ops-100k $PAD operations=100k)
+    TITLE="one mutating webhook answering a JSONPatch of 10,000 or 100,000 operations (each adds a label) to a $(size_of "$hundred") B Pod review; direct and nginx: the 100,000-operation answer"
+    start_mock "/labels-10k=labels:10000" "/labels-100k=labels:100000"
+    start_nginx
+    { configuration MutatingWebhookConfiguration loadtest
+      webhook name=ops-10k.loadtest.example.com url="https://$MOCK/labels-10k" selector=operations=10k timeout=30
+      webhook name=ops-100k.loadtest.example.com url="https://$MOCK/labels-100k" selector=operations=100k timeout=30
+    } > "$WORK/fleet.yaml"
+    start_gateway gateway "$WORK/fleet.yaml"
+    # The answers are megabytes: "allowed" comes before the patch in each.
+    target direct "direct (mock, 100k ops)" "https://$MOCK/labels-100k" "$hundred" "" "$ALLOWED"
+    target nginx "nginx -> mock, 100k ops" "https://$NGINX/labels-100k" "$hundred" "$NGINX_PIDS" "$ALLOWED"
+    target ten "gateway, 10k ops" "https://${GW_ADDR[gateway]}/mutate?timeout=30s" "$ten" "${GW_PID[gateway]}" "$ALLOWED"
+    target hundred "gateway, 100k ops" "https://${GW_ADDR[gateway]}/mutate?timeout=30s" "$hundred" "${GW_PID[gateway]}" "$ALLOWED"
+    CONNS=2 WRK_TIMEOUT=30
+    measure
+    print_tables
+    echo
+    local p50 ratio_ops
+    p50=$(get c1 hundred p50)
+    ratio_ops=$(ratio "$p50" "$(get c1 ten p50)")
+    figure "gateway time at c=1 p50, 100,000 operations" "$(ms "$p50") ms" "< 1000 ms" "$(verdict "$p50" le 1000000)"
+    figure "time at c=1 p50, 100,000 / 10,000 operations" "${ratio_ops}×" "≤ 12.5× (linear: 10×)" \
+        "$(verdict "$ratio_ops" le 12.5)"
+    figure "gateway time over nginx's at c=1 p50, 100,000 operations" \
+        "+$(ms "$(minus "$p50" "$(get c1 nginx p50)")") ms" "—" "(no target)"
+    gateway_log_note gateway
+    result hundred nginx direct
 }
 
 scenario_inflight-2000() {

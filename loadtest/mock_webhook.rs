@@ -29,6 +29,7 @@
 //! | `allow` | `allowed: true` |
 //! | `deny` | `allowed: false`, `status.code` 403, message `denied by mock-webhook PATH` |
 //! | `label:KEY=VALUE` | `allowed: true` with a JSONPatch adding that label (creating `metadata.labels` if absent) |
+//! | `labels:N` | `allowed: true` with a JSONPatch of N operations, each adding one label `many-I` = `I` (after one creating `metadata.labels` if absent) |
 //! | `status:CODE` | HTTP status CODE, text body (an erroring webhook) |
 //! | `hang` | never answers (the caller times out) |
 //! | `reset` | drops the connection without an answer (the caller sees it closed) |
@@ -73,7 +74,7 @@ const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 pub const USAGE: &str = "usage: mock-webhook [--listen ADDR --tls-cert PATH --tls-key PATH] \
 [--listen-http ADDR] [--refuse ADDR] [--hook PATH=SPEC]... [--hooks FILE] [--threads N]
-SPEC: comma-separated: allow | deny | label:KEY=VALUE | status:CODE | hang | reset,
+SPEC: comma-separated: allow | deny | label:KEY=VALUE | labels:N | status:CODE | hang | reset,
       and delay:DIST with DIST = 20ms | uniform:5ms..20ms | exp:10ms | lognormal:P50..P99";
 
 // ---------------------------------------------------------------------------------------------
@@ -99,7 +100,12 @@ pub struct Options {
 pub enum Action {
     Allow,
     Deny,
-    Label { key: String, value: String },
+    Label {
+        key: String,
+        value: String,
+    },
+    /// A patch of this many operations, each adding one label.
+    Labels(usize),
     Status(u16),
     Hang,
     Reset,
@@ -199,6 +205,9 @@ pub fn parse_hook(text: &str) -> anyhow::Result<HookSpec> {
                     label.split_once('=').with_context(|| format!("{item:?}: expected label:KEY=VALUE"))?;
                 ensure!(!key.is_empty(), "{item:?}: empty label key");
                 Action::Label { key: key.to_owned(), value: value.to_owned() }
+            }
+            ("labels", Some(count)) => {
+                Action::Labels(count.parse().with_context(|| format!("{item:?}: expected labels:COUNT"))?)
             }
             ("delay", Some(distribution)) => {
                 ensure!(delay.is_none(), "{text:?}: more than one delay");
@@ -348,6 +357,19 @@ impl Fleet {
                     };
                     Some((encode(existing), encode(absent)))
                 }
+                Action::Labels(count) => {
+                    let adds: Vec<serde_json::Value> = (0..*count)
+                        .map(|i| serde_json::json!({"op": "add", "path": format!("/metadata/labels/many-{i}"), "value": i.to_string()}))
+                        .collect();
+                    let mut absent =
+                        vec![serde_json::json!({"op": "add", "path": "/metadata/labels", "value": {}})];
+                    absent.extend(adds.iter().cloned());
+                    let encode = |patch: Vec<serde_json::Value>| {
+                        base64::engine::general_purpose::STANDARD
+                            .encode(serde_json::Value::Array(patch).to_string())
+                    };
+                    Some((encode(adds), encode(absent)))
+                }
                 _ => None,
             };
             let hook = Hook { patches, spec, calls: AtomicU64::new(0), in_flight: AtomicU64::new(0) };
@@ -484,7 +506,7 @@ pub async fn handle(fleet: Arc<Fleet>, request: Request<Incoming>) -> Response<F
             response.status =
                 Some(StatusOut { code: 403, message: format!("denied by mock-webhook {path}") });
         }
-        Action::Label { .. } => {
+        Action::Label { .. } | Action::Labels(_) => {
             let has_labels = request
                 .and_then(|r| r.object.as_ref())
                 .and_then(|o| o.metadata.as_ref())

@@ -62,6 +62,16 @@ pub fn combined_patch(object: &RawValue, patches: &[Patch]) -> Option<Vec<u8>> {
     state.combined_patch()
 }
 
+/// Applies one `patch` to `object` as the mutating chain does, then makes the text the next
+/// webhook would be sent; `on_tree` takes the whole-tree path whatever the patch (the chain
+/// takes the text path for a few operations). Whether the object changed.
+pub fn patch_object(object: &RawValue, patch: &Patch, on_tree: bool) -> Option<bool> {
+    let mut state = ObjectState::new(Some(object), None);
+    let changed = if on_tree { state.apply_now_to_tree(patch) } else { state.apply_now(patch) }.ok()?;
+    state.raw()?;
+    Some(changed)
+}
+
 /// The answer to `review` in its version, with `patch` (JSON Patch text) if any
 /// (`review::encode::answer`).
 pub fn encode_answer(review: &Review, patch: Option<Vec<u8>>) -> Vec<u8> {

@@ -227,3 +227,26 @@ pub fn label_selector(selector: &[u8], labels: &[u8]) -> Option<bool> {
     }
     Some(compiled.matches(&labels))
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every committed seed of the `json_patch` target (those of many operations among them:
+    /// `fuzz/make-corpus.py`) holds the target's invariants in the ordinary test run too.
+    #[test]
+    fn the_json_patch_seeds_hold_the_invariants() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/json_patch");
+        let mut applied = 0;
+        for entry in std::fs::read_dir(&dir).expect("the json_patch seeds") {
+            let path = entry.expect("a seed").path();
+            let data = std::fs::read(&path).expect("a seed");
+            let (object, patch) = super::split(&data);
+            let result = super::json_patch(object, patch);
+            assert!(result.is_some(), "{}: does not decode", path.display());
+            if path.to_string_lossy().contains("-many-") {
+                assert_eq!(result, Some(Ok(())), "{}", path.display());
+            }
+            applied += usize::from(matches!(result, Some(Ok(()))));
+        }
+        assert!(applied >= 50, "{applied} seeds applied");
+    }
+}

@@ -19,7 +19,6 @@
 mod text;
 
 use std::cell::OnceCell;
-use std::future::Future as _;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -230,13 +229,13 @@ impl<'a> ObjectState<'a> {
     /// [`ObjectState::apply`] without a deadline, run to its end on this thread (fuzzing,
     /// benches, tests: outside any runtime, its yields return at once).
     pub(crate) fn apply_now(&mut self, patch: &Patch) -> Result<bool, PatchError> {
-        let mut applying = std::pin::pin!(self.apply(patch, None));
-        let mut context = Context::from_waker(Waker::noop());
-        loop {
-            if let Poll::Ready(applied) = applying.as_mut().poll(&mut context) {
-                return applied;
-            }
-        }
+        run_now(self.apply(patch, None))
+    }
+
+    /// [`ObjectState::apply_now`] on a tree whatever the patch (the benches weigh the text
+    /// path against it: [`MOST_TEXT_STEPS`]).
+    pub(crate) fn apply_now_to_tree(&mut self, patch: &Patch) -> Result<bool, PatchError> {
+        run_now(self.apply_to_tree(patch, None))
     }
 
     /// [`ObjectState::apply`] on a tree of the whole object, parsed once.
@@ -379,6 +378,17 @@ impl<'a> ObjectState<'a> {
         patch.extend_from_slice(self.writes.as_bytes());
         patch.push(b']');
         Some(patch)
+    }
+}
+
+/// Polls `future` on this thread until it is done; for futures that only yield, never wait.
+fn run_now<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
     }
 }
 

@@ -29,6 +29,7 @@ const HOOKS: &[&str] = &[
     "/deny=deny",
     "/label=label:loadtest=yes",
     "/label-slow=label:team/x=a, delay:uniform:1ms..2ms",
+    "/labels=labels:3",
     "/exp=delay:exp:1ms",
     "/lognormal=allow,delay:lognormal:1ms..3ms",
     "/error=status:503",
@@ -153,6 +154,15 @@ async fn every_action_over_https_and_http() {
             patch_of(&answer),
             json!([{"op": "add", "path": "/metadata/labels", "value": {"team/x": "a"}}])
         );
+
+        let (_, answer) = post(&format!("{base}/labels"), &review).await.unwrap();
+        let adds: Vec<Value> = (0..3)
+            .map(|i| json!({"op": "add", "path": format!("/metadata/labels/many-{i}"), "value": i.to_string()}))
+            .collect();
+        assert_eq!(patch_of(&answer), json!(adds));
+        let (_, answer) = post(&format!("{base}/labels"), &unlabelled).await.unwrap();
+        assert_eq!(patch_of(&answer)[0], json!({"op": "add", "path": "/metadata/labels", "value": {}}));
+        assert_eq!(patch_of(&answer).as_array().unwrap()[1..], adds[..]);
 
         let (status, _) = post(&format!("{base}/error"), &review).await.unwrap();
         assert_eq!(status, 503);

@@ -3,6 +3,8 @@
 # kube-apiserver and agnhost v1.20.2 from Debian's `kubernetes` source package (upstream v1.20.2
 # with vendor/), plus etcd, kubectl and openssl from Debian.
 #
+# The tests run it on first use, under a lock (tests/provision/provision.sh control-plane, called
+# from tests/integration/support/provision.rs): there is no need to run it by hand.
 # Idempotent: when the binaries are cached and etcd is installed it only prints where they are.
 # Cache: ${ADMISSION_GATEWAY_CACHE:-$HOME/.cache/admission-gateway}/kubernetes-v1.20.2/
 #   bin/{kube-apiserver,agnhost}   the binaries the tests use
@@ -13,6 +15,8 @@ set -euo pipefail
 
 K8S_VERSION=v1.20.2
 CACHE="${ADMISSION_GATEWAY_CACHE:-$HOME/.cache/admission-gateway}/kubernetes-$K8S_VERSION"
+# apt-get runs under this lock, shared with tests/provision/provision.sh.
+APT_LOCK="${ADMISSION_GATEWAY_APT_LOCK:-${ADMISSION_GATEWAY_CACHE:-$HOME/.cache/admission-gateway}/locks/apt.lock}"
 BIN="$CACHE/bin"
 SRC="$CACHE/src"
 REFLECT2=/usr/share/gocode/src/github.com/modern-go/reflect2
@@ -27,6 +31,11 @@ as_root() {
     elif command -v sudo > /dev/null; then sudo "$@"
     else die "'$*' needs root (no sudo available)"
     fi
+}
+
+apt_get() {
+    mkdir -p "$(dirname "$APT_LOCK")"
+    as_root env DEBIAN_FRONTEND=noninteractive flock "$APT_LOCK" apt-get "$@"
 }
 
 etcd_path() {
@@ -44,8 +53,8 @@ report() {
 # kubectl: any installed one will do; Debian's kubernetes-client conflicts with other packages.
 if ! command -v kubectl > /dev/null; then
     say "installing kubernetes-client (kubectl is missing)"
-    as_root apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q kubernetes-client
+    apt_get update -q
+    apt_get install -y -q kubernetes-client
 fi
 
 if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/agnhost" ] && [ -n "$(etcd_path)" ] \
@@ -80,15 +89,15 @@ if ! apt-cache showsrc kubernetes 2> /dev/null | grep -q '^Package: kubernetes';
             || say "warning: no apt source for suite $suite"
     done
     as_root mv "$DEB_SRC_LIST.tmp" "$DEB_SRC_LIST"
-    as_root apt-get update -q
+    apt_get update -q
     apt-cache showsrc kubernetes 2> /dev/null | grep -q '^Package: kubernetes' \
         || die "apt-cache showsrc kubernetes finds nothing after adding $DEB_SRC_LIST"
 fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
     say "installing ${missing[*]}"
-    as_root apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    apt_get update -q
+    apt_get install -y -q --no-install-recommends "${missing[@]}"
 fi
 [ -n "$(etcd_path)" ] || die "etcd not found after installing etcd-server"
 [ -d "$REFLECT2" ] || die "$REFLECT2 missing (package golang-github-modern-go-reflect2-dev)"

@@ -161,9 +161,10 @@ async fn start_agnhost() -> Agnhost {
     Agnhost { _process: process, port, _dir: dir }
 }
 
-/// kopf's admission server (`tests/integration/kopf/admission.py`, kopf from PyPI: `.ci/run`
-/// installs it) on 127.0.0.1, the same port in both runs. kopf reads the API server's resources
-/// when it starts, so each run starts its own against its own control plane (admin kubeconfig).
+/// kopf's admission server (`tests/integration/kopf/admission.py`; kopf from PyPI, provisioned
+/// on first use in a virtualenv of its own: `support::provision::kopf`) on 127.0.0.1, the same
+/// port in both runs. kopf reads the API server's resources when it starts, so each run starts
+/// its own against its own control plane (admin kubeconfig).
 struct Kopf {
     _process: Helper,
     _dir: tempfile::TempDir,
@@ -175,13 +176,14 @@ async fn start_kopf(cluster: &ControlPlane, port: u16) -> Kopf {
     let cert = binary::write(dir.path(), "tls.crt", &leaf.cert_pem);
     let key = binary::write(dir.path(), "tls.key", &leaf.key_pem);
     let script = Path::new(REPOSITORY).join("tests/integration/kopf/admission.py");
+    let python = crate::support::provision::off_runtime(crate::support::provision::kopf).await;
     let args = vec![
         format!("KUBECONFIG={}", cluster.kubeconfig(Identity::Admin).display()),
         "KOPF_ADDR=127.0.0.1".to_owned(),
         format!("KOPF_PORT={port}"),
         format!("KOPF_CERT={cert}"),
         format!("KOPF_KEY={key}"),
-        "python3".to_owned(),
+        python.display().to_string(),
         "-m".to_owned(),
         "kopf".to_owned(),
         "run".to_owned(),
@@ -208,11 +210,7 @@ async fn start_kopf(cluster: &ControlPlane, port: u16) -> Kopf {
     });
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(
-            !process.exited(),
-            "kopf exited (is it installed? `pip install kopf`):\n{}",
-            process.log_tail()
-        );
+        assert!(!process.exited(), "kopf exited:\n{}", process.log_tail());
         let request = http::Request::post(uri.clone())
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(review.to_string().into())

@@ -1,9 +1,8 @@
-//! A real Prometheus (Debian's package; `.ci/run` installs it) scrapes the gateway's
+//! A real Prometheus (Debian's package, provisioned on first use: `support::provision`) scrapes the gateway's
 //! `/metrics`: the families parse as Prometheus reads them, PromQL over its HTTP API returns
 //! the series a scripted set of reviews produced, and every query of the Grafana dashboard in
 //! `deploy/grafana/admission-gateway.json` is valid PromQL with data behind its main panels.
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -26,9 +25,7 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(target: &str) -> Self {
-        let binary = which("prometheus").unwrap_or_else(|| {
-            panic!("the prometheus binary is missing: `apt-get install prometheus` (.ci/run does)")
-        });
+        let binary = crate::support::provision::prometheus();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
@@ -89,10 +86,6 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|dir| Path::new(dir).join(name)).find(|p| p.is_file())
 }
 
 fn urlencode(text: &str) -> String {

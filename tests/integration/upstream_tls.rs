@@ -15,18 +15,21 @@ use crate::support::{ca, server_tls_with_foreign_key, webhook, Answer, MockWebho
 const HOOK: &str = "self-signed.example.com";
 
 /// A certificate made by the real `openssl req -x509` with its defaults, for this
-/// subjectAltName; `None` (the test is skipped) only where openssl is not installed.
-fn openssl_self_signed(subject_alt_name: &str) -> Option<Leaf> {
+/// subjectAltName. openssl is provisioned on first use (`support::provision::openssl`); a test
+/// that cannot have it fails naming it, never skips.
+fn openssl_self_signed(subject_alt_name: &str) -> Leaf {
+    let openssl = crate::support::provision::openssl();
     let dir = tempfile::tempdir().expect("temporary directory");
-    let run = |args: &[&str]| match Command::new("openssl").args(args).current_dir(dir.path()).output() {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        output => {
-            let output = output.expect("openssl runs");
-            assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-            Some(String::from_utf8_lossy(&output.stdout).into_owned())
-        }
+    let run = |args: &[&str]| {
+        let output = Command::new(openssl)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{} does not run: {e}", openssl.display()));
+        assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
     };
-    let made = run(&[
+    run(&[
         "req",
         "-x509",
         "-newkey",
@@ -43,14 +46,10 @@ fn openssl_self_signed(subject_alt_name: &str) -> Option<Leaf> {
         "-addext",
         &format!("subjectAltName={subject_alt_name}"),
     ]);
-    if made.is_none() {
-        eprintln!("SKIPPED: openssl is not installed; this test needs the real `openssl req -x509`");
-        return None;
-    }
-    let text = run(&["x509", "-in", "cert.pem", "-noout", "-text"]).expect("openssl");
+    let text = run(&["x509", "-in", "cert.pem", "-noout", "-text"]);
     assert!(text.contains("CA:TRUE"), "openssl's default is a CA certificate:\n{text}");
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("openssl output");
-    Some(Leaf { cert_pem: read("cert.pem"), key_pem: read("key.pem") })
+    Leaf { cert_pem: read("cert.pem"), key_pem: read("key.pem") }
 }
 
 /// An rcgen self-signed CA:TRUE certificate for 127.0.0.1, otherwise as `customize` makes it.
@@ -76,9 +75,7 @@ fn failed(mock: &Mock, reason: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_signed_certificate_made_by_openssl_is_trusted_as_its_own_ca_bundle() {
-    let Some(leaf) = openssl_self_signed("IP:127.0.0.1") else {
-        return;
-    };
+    let leaf = openssl_self_signed("IP:127.0.0.1");
     let mock = MockWebhook::denying("reached").spawn_serving(&leaf).await;
 
     let answer = call(&mock, &leaf.ca_bundle()).await;

@@ -1,10 +1,13 @@
 //! `ControlPlane`: a real etcd and a real kube-apiserver v1.20.2 on 127.0.0.1 (random free
 //! ports), for scenarios that need the API server itself: RBAC, kubectl, and the API server
-//! calling webhooks. The binaries come from `bash tests/control-plane/build.sh` (kube-apiserver
-//! built from Debian's `kubernetes` source package, etcd from Debian).
+//! calling webhooks. The binaries are provisioned on first use ([`provision::control_plane`]:
+//! `tests/control-plane/build.sh` builds kube-apiserver from Debian's `kubernetes` source
+//! package and installs etcd from Debian).
 //!
 //! Starting one takes about 4 s and ~370 MiB of memory: a test that needs several clusters
-//! is rare, so start one per test and share it between that test's steps.
+//! is rare, so start one per test and share it between that test's steps. At most
+//! `$ADMISSION_GATEWAY_CONTROL_PLANES` (default 2) run at once in the test process: `start`
+//! waits for a slot, held until the `ControlPlane` is dropped. A test holds one at a time.
 //!
 //! The processes die with the `ControlPlane` (Drop) and with the test binary: each runs under a
 //! small `sh` watchdog that holds a pipe from this process and terminates the server when the
@@ -15,15 +18,21 @@ use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use admission_gateway::certs::Ca;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use tempfile::TempDir;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The Kubernetes version `tests/control-plane/build.sh` builds.
-pub const KUBERNETES_VERSION: &str = "v1.20.2";
+use super::provision::{self, ControlPlaneTools};
+
+pub use super::provision::KUBERNETES_VERSION;
+
+/// How many control planes may run at once when `$ADMISSION_GATEWAY_CONTROL_PLANES` is unset.
+const CONTROL_PLANES_AT_ONCE: usize = 2;
 
 /// How long the API server may take to answer `/readyz` with 200.
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -80,39 +89,36 @@ pub struct ControlPlane {
     ca: Ca,
     tokens: [String; 3],
     dir: TempDir,
+    /// This control plane's slot among those that may run at once (`slots`).
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
-/// Where `build.sh` leaves kube-apiserver and agnhost: `$ADMISSION_GATEWAY_KUBE_BIN_DIR`, else
-/// `${ADMISSION_GATEWAY_CACHE:-$HOME/.cache/admission-gateway}/kubernetes-v1.20.2/bin`.
-pub fn kube_bin_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("ADMISSION_GATEWAY_KUBE_BIN_DIR") {
-        return dir.into();
-    }
-    let cache = std::env::var_os("ADMISSION_GATEWAY_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/admission-gateway")
-    });
-    cache.join(format!("kubernetes-{KUBERNETES_VERSION}")).join("bin")
-}
-
-/// A binary built by `build.sh` (`kube-apiserver`, `agnhost`); panics saying how to build it.
+/// A binary of the control plane (`kube-apiserver`, `agnhost`), provisioned on first use.
 pub fn kube_binary(name: &str) -> PathBuf {
-    let path = kube_bin_dir().join(name);
-    if !path.is_file() {
-        panic!("{} not found: run `bash tests/control-plane/build.sh` first", path.display());
+    let tools = provision::control_plane();
+    match name {
+        "kube-apiserver" => tools.kube_apiserver.clone(),
+        "agnhost" => tools.agnhost.clone(),
+        other => panic!("no control-plane binary {other}"),
     }
-    path
 }
 
-/// A program from PATH (or /usr/bin); panics saying how to install it.
-fn installed(name: &str) -> PathBuf {
-    let on_path = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).collect::<Vec<_>>())
-        .unwrap_or_default();
-    on_path
-        .into_iter()
-        .chain([Path::new("/usr/bin").join(name)])
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| panic!("{name} not found: run `bash tests/control-plane/build.sh` first"))
+/// The control planes that may run at once in this test process: `$ADMISSION_GATEWAY_CONTROL_PLANES`,
+/// else [`CONTROL_PLANES_AT_ONCE`]. Each pair of etcd and kube-apiserver takes ~370 MiB and a
+/// good part of a core while it starts.
+fn slots() -> Arc<Semaphore> {
+    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    SLOTS
+        .get_or_init(|| {
+            let count = match std::env::var("ADMISSION_GATEWAY_CONTROL_PLANES") {
+                Ok(value) => value.trim().parse().ok().filter(|&n: &usize| n > 0).unwrap_or_else(|| {
+                    panic!("ADMISSION_GATEWAY_CONTROL_PLANES={value:?}: expected a positive integer")
+                }),
+                Err(_) => CONTROL_PLANES_AT_ONCE,
+            };
+            Arc::new(Semaphore::new(count))
+        })
+        .clone()
 }
 
 /// Why one start attempt failed.
@@ -125,28 +131,39 @@ enum StartError {
 
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until the API server is ready. Panics with the
-    /// tail of the failing process's log if it cannot.
+    /// tail of the failing process's log if it cannot. Provisions them first if they are
+    /// missing, and waits for a free slot (`$ADMISSION_GATEWAY_CONTROL_PLANES`).
     pub async fn start() -> ControlPlane {
-        let binaries = Binaries::find();
-        match Self::try_start(&binaries).await {
+        let binaries = provision::off_runtime(provision::control_plane).await;
+        let slots = slots();
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                eprintln!("control plane: waiting for one of the running control planes to stop");
+                slots.acquire_owned().await.expect("the semaphore is never closed")
+            }
+        };
+        let mut plane = match Self::try_start(binaries).await {
             Ok(plane) => plane,
             Err(StartError::Exited(why)) => {
                 eprintln!("control plane: retrying once: {why}");
-                match Self::try_start(&binaries).await {
+                match Self::try_start(binaries).await {
                     Ok(plane) => plane,
                     Err(StartError::Exited(why) | StartError::Failed(why)) => panic!("{why}"),
                 }
             }
             Err(StartError::Failed(why)) => panic!("{why}"),
-        }
+        };
+        plane._slot = Some(slot);
+        plane
     }
 
-    async fn try_start(binaries: &Binaries) -> Result<ControlPlane, StartError> {
+    async fn try_start(binaries: &ControlPlaneTools) -> Result<ControlPlane, StartError> {
         let dir = tempfile::Builder::new()
             .prefix("admission-gateway-control-plane-")
             .tempdir()
             .map_err(|e| StartError::Failed(format!("temporary directory: {e}")))?;
-        let files = Files::write(dir.path());
+        let files = Files::write(dir.path(), &binaries.openssl);
         let [client_port, peer_port, secure_port] = free_ports();
 
         let client_url = format!("http://127.0.0.1:{client_port}");
@@ -194,7 +211,7 @@ impl ControlPlane {
         ];
         let mut apiserver = Supervised::spawn(
             "kube-apiserver",
-            &binaries.apiserver,
+            &binaries.kube_apiserver,
             &apiserver_args,
             &dir.path().join("kube-apiserver.log"),
         )?;
@@ -203,12 +220,13 @@ impl ControlPlane {
 
         let plane = ControlPlane {
             apiserver,
-            apiserver_command: (binaries.apiserver.clone(), apiserver_args),
+            apiserver_command: (binaries.kube_apiserver.clone(), apiserver_args),
             etcd,
             server_url,
             ca: files.ca,
             tokens: files.tokens,
             dir,
+            _slot: None,
         };
         for identity in Identity::ALL {
             std::fs::write(plane.kubeconfig(identity), plane.kubeconfig_yaml(identity))
@@ -333,7 +351,7 @@ impl ControlPlane {
         args: &[S],
         stdin: Option<String>,
     ) -> Output {
-        let mut command = Command::new(installed("kubectl"));
+        let mut command = Command::new(&provision::control_plane().kubectl);
         command
             .arg("--kubeconfig")
             .arg(self.kubeconfig(identity))
@@ -392,20 +410,6 @@ fn succeeded<S: AsRef<str>>(output: &Output, args: &[S]) {
     }
 }
 
-struct Binaries {
-    etcd: PathBuf,
-    apiserver: PathBuf,
-}
-
-impl Binaries {
-    fn find() -> Self {
-        let binaries = Binaries { etcd: installed("etcd"), apiserver: kube_binary("kube-apiserver") };
-        installed("kubectl");
-        installed("openssl");
-        binaries
-    }
-}
-
 /// The files the API server reads, written into the temporary directory.
 struct Files {
     ca: Ca,
@@ -414,7 +418,7 @@ struct Files {
 }
 
 impl Files {
-    fn write(dir: &Path) -> Self {
+    fn write(dir: &Path, openssl: &Path) -> Self {
         let ca = Ca::new("admission-gateway test control plane").expect("control plane CA");
         let serving = ca.issue(&["127.0.0.1", "localhost"]).expect("API server certificate");
         std::fs::write(dir.join("ca.crt"), &ca.cert_pem).expect("ca.crt");
@@ -424,7 +428,7 @@ impl Files {
         // The service-account keys must be RSA or SEC1 EC (k8s.io/client-go/util/keyutil reads
         // no PKCS#8 EC key, which is what rcgen writes).
         let key = dir.join("service-account.key");
-        let openssl = Command::new(installed("openssl"))
+        let openssl = Command::new(openssl)
             .args(["genrsa", "-out"])
             .arg(&key)
             .arg("2048")

@@ -7,6 +7,7 @@ pub mod gateway;
 pub mod mock_webhook;
 pub mod otlp;
 pub mod prometheus;
+pub mod provision;
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};

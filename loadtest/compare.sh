@@ -292,6 +292,9 @@ http {
     proxy_ssl_name 127.0.0.1;
     proxy_ssl_session_reuse on;
     proxy_read_timeout ${1:-60s};
+    # Answers beyond the buffers (many-ops: megabytes) stay in memory: the workers may not
+    # write a temporary file under the run's private directory.
+    proxy_max_temp_file_size 0;
     proxy_next_upstream off;
     server {
         listen 127.0.0.1:$port ssl;

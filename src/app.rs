@@ -65,7 +65,7 @@ impl ServeOptions {
             cluster: None,
             client_ca: None,
             max_connections: server::limits::DEFAULT_MAX_CONNECTIONS,
-            threads: server::threads::default_threads(),
+            threads: crate::lanes::default_threads(),
             idle_timeout: server::limits::IDLE_TIMEOUT,
             otlp_endpoint: None,
             in_flight_grace: server::DEFAULT_IN_FLIGHT_GRACE,
@@ -131,7 +131,7 @@ const ADMIN_LIMITS: server::limits::ConnectionLimits =
 /// the reload task. The admission endpoints never answer from an unloaded configuration.
 pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     // The metrics recorder, before anything records.
-    crate::server::metrics::webhooks::handle();
+    crate::telemetry::recorder();
     crate::server::metrics::count_panics();
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
@@ -211,7 +211,7 @@ async fn serve_admission(
         let _ = state.cluster.set(cluster);
     }
     // Before the first upstream client is built: each keeps a pool per serving thread.
-    let threads = server::threads::plan(options.threads);
+    let threads = crate::lanes::plan(options.threads);
     let clients = Arc::new(Clients::default());
     let snapshot = match load_inputs(&inputs, &clients, 1).await? {
         Ok(snapshot) => snapshot,

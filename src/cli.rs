@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::app::{self, ServeOptions};
+use crate::endpoint::Endpoint;
 use crate::logging::LogFormat;
-use crate::pipeline::Stage;
 
 /// One admission webhook in front of a Kubernetes webhook fleet, deciding exactly as
 /// kube-apiserver would with the fleet registered directly.
@@ -187,12 +187,12 @@ pub(crate) enum StageArg {
     Admit,
 }
 
-impl From<StageArg> for Stage {
+impl From<StageArg> for Endpoint {
     fn from(stage: StageArg) -> Self {
         match stage {
-            StageArg::Mutate => Stage::Mutate,
-            StageArg::Validate => Stage::Validate,
-            StageArg::Admit => Stage::Admit,
+            StageArg::Mutate => Endpoint::Mutate,
+            StageArg::Validate => Endpoint::Validate,
+            StageArg::Admit => Endpoint::Admit,
         }
     }
 }
@@ -291,7 +291,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.cluster = cluster;
     options.client_ca = args.client_ca;
     options.max_connections = args.max_connections.max(1);
-    options.threads = args.threads.map_or_else(crate::server::threads::default_threads, usize::from);
+    options.threads = args.threads.map_or_else(crate::lanes::default_threads, usize::from);
     options.otlp_endpoint = args.otlp_endpoint;
     options.in_flight_grace = in_flight_grace;
     let running = app::start(options).await?;

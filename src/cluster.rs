@@ -20,6 +20,8 @@ use discovery::Discovery;
 use fleet::Fleet;
 use namespaces::Namespaces;
 
+use crate::telemetry::names;
+
 /// How long the first list of the fleet ConfigMaps (or of the CustomResourceDefinitions) may
 /// take before the gateway gives up starting.
 const FLEET_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -182,37 +184,37 @@ impl Cluster {
         let stale_seconds = health.stale_for.map_or(0.0, |stale| stale.as_secs_f64());
         for (name, kind, help, value) in [
             (
-                "admission_gateway_namespace_cache_synced",
+                names::NAMESPACE_CACHE_SYNCED,
                 "gauge",
                 "1 once the namespace cache has listed every namespace.",
                 f64::from(u8::from(health.synced)),
             ),
             (
-                "admission_gateway_namespace_cache_namespaces",
+                names::NAMESPACE_CACHE_NAMESPACES,
                 "gauge",
                 "Namespaces in the cache.",
                 health.namespaces as f64,
             ),
             (
-                "admission_gateway_namespace_cache_stale",
+                names::NAMESPACE_CACHE_STALE,
                 "gauge",
                 "1 while the namespace watch has been down longer than the staleness bound.",
                 f64::from(u8::from(self.stale())),
             ),
             (
-                "admission_gateway_namespace_cache_stale_seconds",
+                names::NAMESPACE_CACHE_STALE_SECONDS,
                 "gauge",
                 "How long the namespace watch has been down (0 while it is up).",
                 stale_seconds,
             ),
             (
-                "admission_gateway_namespace_watch_restarts_total",
+                names::NAMESPACE_WATCH_RESTARTS,
                 "counter",
                 "Namespace watches that failed and were started again.",
                 health.restarts as f64,
             ),
             (
-                "admission_gateway_namespace_lookups_total",
+                names::NAMESPACE_LOOKUPS,
                 "counter",
                 "Namespaces missing from the cache and asked of the API server.",
                 health.lookups as f64,

@@ -31,6 +31,7 @@ use serde_json::Value;
 use crate::cluster::Cluster;
 use crate::config::compile::Hook;
 use crate::config::Snapshot;
+use crate::endpoint::Endpoint;
 use crate::explain::{millis, Explanation, Phase, Step};
 use crate::review::decode::IncomingReview;
 use crate::review::encode::Answer;
@@ -43,27 +44,6 @@ use object::ObjectState;
 use record::Records;
 use shadow::{CallMode, Shadows};
 use verdict::Judgement;
-
-/// Which dispatchers a review goes through (the endpoint it arrived at).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// `/mutate`: the mutating chain only.
-    Mutate,
-    /// `/validate`: the validating webhooks only.
-    Validate,
-    /// `/admit`: the mutating chain, then the validating webhooks on its result.
-    Admit,
-}
-
-impl Stage {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Mutate => "mutate",
-            Self::Validate => "validate",
-            Self::Admit => "admit",
-        }
-    }
-}
 
 /// Everything one review produced.
 #[derive(Debug)]
@@ -231,7 +211,7 @@ pub(crate) async fn review(
     snapshot: &Snapshot,
     cluster: Option<&Cluster>,
     request: &IncomingReview,
-    stage: Stage,
+    stage: Endpoint,
     budget: Budget,
     explanation: Explanation,
     shadows: &Shadows,
@@ -256,10 +236,10 @@ pub(crate) async fn review(
         trace,
     };
     let mut result = Ok(());
-    if matches!(stage, Stage::Mutate | Stage::Admit) {
+    if matches!(stage, Endpoint::Mutate | Endpoint::Admit) {
         result = mutate::run_chain(&mut review).await;
     }
-    if result.is_ok() && matches!(stage, Stage::Validate | Stage::Admit) {
+    if result.is_ok() && matches!(stage, Endpoint::Validate | Endpoint::Admit) {
         result = validate::fan_out(&mut review).await;
     }
     review.finish(result)

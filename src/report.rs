@@ -6,11 +6,18 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::pipeline::{Outcome, Stage};
+use crate::endpoint::Endpoint;
+use crate::pipeline::Outcome;
 use crate::review::{encode, ReviewVersion};
 
 /// For people. `full` adds the final object and the response.
-pub(crate) fn text(stage: Stage, uid: &str, version: ReviewVersion, outcome: &Outcome, full: bool) -> String {
+pub(crate) fn text(
+    stage: Endpoint,
+    uid: &str,
+    version: ReviewVersion,
+    outcome: &Outcome,
+    full: bool,
+) -> String {
     let mut out = String::new();
     let verdict = if outcome.answer.allowed { "allowed" } else { "denied" };
     let _ = writeln!(out, "== /{} {uid}: {verdict}", stage.as_str());
@@ -54,7 +61,7 @@ pub(crate) fn text(stage: Stage, uid: &str, version: ReviewVersion, outcome: &Ou
 }
 
 /// For programs (`-o json|yaml`): the same content as [`text`] with `full`.
-pub(crate) fn structured(stage: Stage, uid: &str, version: ReviewVersion, outcome: &Outcome) -> Value {
+pub(crate) fn structured(stage: Endpoint, uid: &str, version: ReviewVersion, outcome: &Outcome) -> Value {
     let answer = &outcome.answer;
     let patch = answer.patch.as_deref().and_then(|p| serde_json::from_slice::<Value>(p).ok());
     json!({

@@ -26,7 +26,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::LiveSnapshot;
-use crate::pipeline::{self, Stage};
+use crate::endpoint::Endpoint;
+use crate::pipeline;
 use metrics::Metrics;
 pub(crate) use routes::Listener;
 
@@ -39,7 +40,7 @@ pub(crate) const DEFAULT_IN_FLIGHT_GRACE: Duration = Duration::from_secs(30);
 /// A review seen by the server with its explanation, for the demo's printed reports.
 #[derive(Debug)]
 pub(crate) struct ExplainedReview {
-    pub(crate) stage: Stage,
+    pub(crate) stage: Endpoint,
     pub(crate) uid: String,
     pub(crate) outcome: pipeline::Outcome,
 }

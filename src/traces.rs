@@ -1,4 +1,4 @@
-//! Distributed traces (`serve --otlp-endpoint`; README, "Traces"): a server span per review
+//! Distributed traces (`serve --otlp-endpoint`; docs/operations.md, "Traces"): a server span per review
 //! (`routes.rs`), a client span per webhook call (`pipeline/call.rs`, ended where the call is
 //! judged: `pipeline.rs` `explain_call`, `pipeline/shadow.rs`), W3C `traceparent` continued
 //! from the API server's request and sent on with every call (`upstream.rs`).
@@ -22,10 +22,10 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, Span, SpanLimits};
 
-pub(crate) use export::{Exporting, DROPPED_METRIC, FAILED_METRIC};
+pub(crate) use export::Exporting;
 
 use crate::config::compile::Hook;
-use crate::pipeline::Stage;
+use crate::endpoint::Endpoint;
 use crate::review::decode::IncomingReview;
 
 const SERVICE_NAME: &str = "admission-gateway";
@@ -48,7 +48,7 @@ impl Traces {
         let exporter = export::OtlpHttp::new(endpoint, resource)?;
         let (queue, exporting) = export::start(exporter);
         // Set here rather than from the SDK's OTEL_* environment defaults: the gateway reads
-        // nothing else from the environment (README, "Command line").
+        // nothing else from the environment (docs/configuration.md, "The command line").
         let provider = SdkTracerProvider::builder()
             .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
             .with_span_limits(SpanLimits::default())
@@ -63,11 +63,11 @@ impl Traces {
 
     /// The server span of one review at `stage`'s endpoint: the child of the caller's
     /// `traceparent` if it sent one, else the root of a new trace.
-    pub(crate) fn review(&self, headers: &HeaderMap, stage: Stage) -> ReviewSpan {
+    pub(crate) fn review(&self, headers: &HeaderMap, stage: Endpoint) -> ReviewSpan {
         let (name, path) = match stage {
-            Stage::Mutate => ("POST /mutate", "/mutate"),
-            Stage::Validate => ("POST /validate", "/validate"),
-            Stage::Admit => ("POST /admit", "/admit"),
+            Endpoint::Mutate => ("POST /mutate", "/mutate"),
+            Endpoint::Validate => ("POST /validate", "/validate"),
+            Endpoint::Admit => ("POST /admit", "/admit"),
         };
         let incoming = TraceContextPropagator::new().extract(&Headers(headers));
         let span = self

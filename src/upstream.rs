@@ -27,6 +27,7 @@ use tokio::time::Instant;
 pub(crate) use error::CallError;
 
 use crate::review::{ReviewVersion, WebhookResponse, WebhookReview};
+use crate::telemetry::names;
 
 /// The API server's HTTP client gives every webhook call at most this long (§7.3).
 pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -69,8 +70,7 @@ impl tower_service::Service<http::Uri> for Counted {
         Box::pin(async move {
             let connected = connecting.await;
             let result = if connected.is_ok() { "opened" } else { "failed" };
-            metrics::counter!("admission_gateway_upstream_connections_total", "host" => host, "result" => result)
-                .increment(1);
+            metrics::counter!(names::UPSTREAM_CONNECTIONS, "host" => host, "result" => result).increment(1);
             connected
         })
     }
@@ -171,7 +171,7 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         .https_only()
         .enable_all_versions()
         .wrap_connector(http);
-    let pools = crate::server::threads::pools();
+    let pools = crate::lanes::pools();
     // Lane 0 (any other thread) is rarely used: the serving threads share the budget.
     let idle_per_pool = POOL_MAX_IDLE_PER_HOST.div_ceil((pools - 1).max(1));
     let pooled = || {
@@ -268,12 +268,12 @@ struct HttpReply {
 impl Client {
     /// This thread's HTTP/1.1 pool.
     fn http(&self) -> &HttpsClient {
-        &self.http[crate::server::threads::lane() % self.http.len()]
+        &self.http[crate::lanes::lane() % self.http.len()]
     }
 
     /// This thread's client for HTTP/2-only loopback webhooks.
     fn loopback(&self) -> &HttpsClient {
-        &self.loopback[crate::server::threads::lane() % self.loopback.len()]
+        &self.loopback[crate::lanes::lane() % self.loopback.len()]
     }
 
     /// POSTs the body `encode` makes to `url?timeout=<query>` and checks the answer as the API
@@ -292,7 +292,7 @@ impl Client {
         let hard_deadline = Instant::now() + CLIENT_TIMEOUT;
         let deadline = deadline.map_or(hard_deadline, |d| d.min(hard_deadline));
         match self.post(&full_url, encode, deadline, sent.trace).await {
-            Ok(reply) => (Some(reply.status.as_u16()), check_reply(reply, sent).await),
+            Ok(reply) => (Some(reply.status.as_u16()), check_reply(reply, sent, deadline).await),
             Err(error) => (None, Err(error)),
         }
     }
@@ -437,13 +437,18 @@ pub(crate) struct Sent<'a> {
 pub(crate) const DECODE_ASIDE_BYTES: usize = 256 * 1024;
 
 /// [`decode_review`], on a blocking thread for a body of [`DECODE_ASIDE_BYTES`] or more.
-async fn decode_review_aside(body: Bytes) -> Result<WebhookReview, String> {
-    if body.len() < DECODE_ASIDE_BYTES {
-        return decode_review(&body);
-    }
-    tokio::task::spawn_blocking(move || decode_review(&body))
-        .await
-        .unwrap_or_else(|error| Err(format!("decoding was stopped: {error}")))
+/// Not waited for past `deadline`: then the call has timed out, as one whose body came late.
+async fn decode_review_aside(body: Bytes, deadline: Instant) -> Result<WebhookReview, CallError> {
+    let decoded = if body.len() < DECODE_ASIDE_BYTES {
+        decode_review(&body)
+    } else {
+        let decoding = tokio::task::spawn_blocking(move || decode_review(&body));
+        match tokio::time::timeout_at(deadline, decoding).await {
+            Ok(joined) => joined.unwrap_or_else(|error| Err(format!("decoding was stopped: {error}"))),
+            Err(_) => return Err(CallError::BodyRead("context deadline exceeded".into())),
+        }
+    };
+    decoded.map_err(|e| CallError::Decode(format!("couldn't get version/kind; json parse error: {e}")))
 }
 
 /// The body as Go's decoder reads it: a syntax error in Go's words (for a JSON body, which is
@@ -467,7 +472,11 @@ pub(crate) fn decode_review(body: &[u8]) -> Result<WebhookReview, String> {
 }
 
 /// §8: HTTP status, body decoding, and the response checks of the sent version.
-async fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookResponse, CallError> {
+async fn check_reply(
+    reply: HttpReply,
+    sent: &Sent<'_>,
+    deadline: Instant,
+) -> Result<WebhookResponse, CallError> {
     if !(200..=206).contains(&reply.status.as_u16()) {
         return Err(error::http_status(reply.status, reply.content_type.as_deref(), &reply.body));
     }
@@ -478,9 +487,7 @@ async fn check_reply(reply: HttpReply, sent: &Sent<'_>) -> Result<WebhookRespons
             reply.content_type.as_deref().unwrap_or("application/json")
         )));
     }
-    let review = decode_review_aside(reply.body)
-        .await
-        .map_err(|e| CallError::Decode(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let review = decode_review_aside(reply.body, deadline).await?;
     let received = (review.api_version.as_deref().unwrap_or(""), review.kind.as_deref().unwrap_or(""));
     // A declared type must be a known one, and the one that was sent (§8.2); a missing
     // apiVersion or kind is filled in from the type sent.
@@ -597,6 +604,10 @@ mod tests {
         }
     }
 
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
     fn reply(body: &str) -> HttpReply {
         HttpReply { status: http::StatusCode::OK, content_type: None, body: Bytes::from(body.to_owned()) }
     }
@@ -648,13 +659,17 @@ mod tests {
             (beta, r#"{"kind":"AdmissionReview"}"#.into(), "webhook response was absent"),
         ];
         for (sent, body, expected) in cases {
-            let error = check_reply(reply(&body), &sent).await.unwrap_err().to_string();
+            let error = check_reply(reply(&body), &sent, later()).await.unwrap_err().to_string();
             assert!(error.contains(expected), "{body}: {error}");
         }
         // v1beta1 checks neither uid nor type, and treats any patch as a JSONPatch.
-        let ok = check_reply(reply(r#"{"response":{"uid":"other","allowed":true,"patch":"W10="}}"#), &beta)
-            .await
-            .unwrap();
+        let ok = check_reply(
+            reply(r#"{"response":{"uid":"other","allowed":true,"patch":"W10="}}"#),
+            &beta,
+            later(),
+        )
+        .await
+        .unwrap();
         assert_eq!(ok.patch_type.as_deref(), Some("JSONPatch"));
     }
 }

@@ -11,10 +11,11 @@ use anyhow::Context as _;
 use tokio::time::Instant;
 
 use super::{exit, print_structured, Output, ReviewArgs};
+use crate::endpoint::Endpoint;
 use crate::explain::Explanation;
+use crate::pipeline;
 use crate::pipeline::budget::Budget;
 use crate::pipeline::shadow::Shadows;
-use crate::pipeline::{self, Stage};
 use crate::report;
 use crate::review::decode;
 use crate::upstream::Clients;
@@ -49,7 +50,7 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
         Some(timeout) => Budget::new(Instant::now(), Some(timeout), &snapshot.settings),
         None => Budget::unlimited(&snapshot.settings),
     };
-    let stage = Stage::from(args.stage);
+    let stage = Endpoint::from(args.stage);
     let shadows = Shadows::awaited();
     let (mut outcome, running) = pipeline::review(
         &snapshot,

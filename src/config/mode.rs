@@ -1,7 +1,7 @@
 //! How a configuration's webhooks are run: the `admission-gateway/mode` and
 //! `admission-gateway/canary-percent` annotations on a Mutating- or
-//! ValidatingWebhookConfiguration, read and checked here (README, "Shadow, canary and warn
-//! modes"). Invalid values refuse the configuration like any other problem.
+//! ValidatingWebhookConfiguration, read and checked here (docs/configuration.md, "Shadow,
+//! canary and warn modes"). Invalid values refuse the configuration like any other problem.
 
 use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::{Finding, Severity};

@@ -1,5 +1,5 @@
 //! The review's one line, `review answered`: what was asked, what was decided, each webhook's
-//! part (README, "Logs"). Every review writes it, so when the process writes JSON lines it is
+//! part (docs/operations.md, "Logs"). Every review writes it, so when the process writes JSON lines it is
 //! formatted here straight into the log writer — the bytes the `tracing` event would give
 //! (`json.rs`; the test below holds them equal), without the event's dispatch, field visitors
 //! and per-character escaping of values that need none. Otherwise (text lines, a span entered

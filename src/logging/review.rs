@@ -1,6 +1,6 @@
 //! The review a log line is written for: lines written while a review is judged (a warning, a
 //! call error) carry its `uid`, `stage` and configuration `generation`, as a span named
-//! `admission_review` (README, "Logs").
+//! `admission_review` (docs/operations.md, "Logs").
 //!
 //! A task-local the line formats read, not a `tracing` span: a span per review cost about
 //! 3 µs of the ~45 µs of CPU a review takes (a registry slot, its fields formatted, entered

@@ -5,7 +5,7 @@
 //! no longer be given [`Settings::minimum_call_timeout`] is not called: its `failurePolicy`
 //! answers at once. This is a deliberate difference from kube-apiserver, which lets the calls
 //! run into the request's deadline and then fails the whole request, even when every slow
-//! webhook is `Ignore` (README, "Where the gateway knowingly differs").
+//! webhook is `Ignore` (docs/differences.md, "Deadline budget").
 
 use std::time::Duration;
 

@@ -12,6 +12,7 @@ use super::verdict;
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
 use crate::review::{Status, WebhookResponse};
+use crate::telemetry::names;
 use crate::traces::{CallSpan, Parent};
 use crate::upstream::breaker::Transition;
 use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
@@ -101,8 +102,7 @@ pub(crate) async fn call(
     match permit.done(hook.breaker_policy, failure) {
         Transition::None => {}
         Transition::Ejected => {
-            metrics::counter!("admission_gateway_webhook_ejections_total", "webhook" => hook.name.clone())
-                .increment(1);
+            metrics::counter!(names::WEBHOOK_EJECTIONS, "webhook" => hook.name.clone()).increment(1);
             tracing::warn!(
                 webhook = %hook.name,
                 configuration = %hook.configuration,
@@ -124,7 +124,7 @@ struct InFlight(metrics::Gauge);
 
 impl InFlight {
     fn enter(webhook: &str) -> Self {
-        let gauge = crate::server::metrics::webhooks::in_flight(webhook);
+        let gauge = crate::telemetry::in_flight(webhook);
         gauge.increment(1.0);
         InFlight(gauge)
     }

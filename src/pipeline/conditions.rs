@@ -19,6 +19,7 @@ use crate::match_conditions::authorizer;
 use crate::match_conditions::{self, json_value, request_value, Condition, Outcome, Variables};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
+use crate::telemetry::names;
 
 /// The CEL variables of one review.
 #[derive(Default)]
@@ -99,17 +100,17 @@ fn record(hook: &Hook, review: &IncomingReview, phase: Phase, outcome: &Outcome,
     match outcome {
         Outcome::Match => return,
         Outcome::False { .. } => {
-            metrics::counter!("apiserver_admission_match_condition_exclusions_total",
+            metrics::counter!(names::MATCH_CONDITION_EXCLUSIONS,
                 "name" => name.clone(), "kind" => "webhook", "type" => exclusions_type, "operation" => operation)
             .increment(1);
         }
         Outcome::Error { conditions, .. } => {
-            metrics::counter!("apiserver_admission_match_condition_evaluation_errors_total",
+            metrics::counter!(names::MATCH_CONDITION_ERRORS,
                 "name" => name.clone(), "kind" => "webhook", "type" => errors_type, "operation" => operation)
             .increment(conditions.len().max(1) as u64);
         }
     }
-    metrics::histogram!("apiserver_admission_match_condition_evaluation_seconds",
+    metrics::histogram!(names::MATCH_CONDITION_DURATION,
         "name" => name, "kind" => "webhook", "type" => errors_type, "operation" => operation)
     .record(took.as_secs_f64());
 }

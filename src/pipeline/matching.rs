@@ -188,8 +188,8 @@ pub(crate) fn rule_match<'h>(hook: &'h Hook, review: &IncomingReview) -> RuleMat
 }
 
 /// The call error of a webhook whose rules match only another version of the requested
-/// resource: the gateway cannot convert the object to it (README, "Where the gateway
-/// knowingly differs"), so the webhook is judged by its failurePolicy instead of being sent
+/// resource: the gateway cannot convert the object to it (docs/differences.md,
+/// "matchPolicy `Equivalent`"), so the webhook is judged by its failurePolicy instead of being sent
 /// the object in a version it did not ask for.
 pub(crate) fn not_convertible(hook: &Hook, review: &IncomingReview) -> Option<CallError> {
     let RuleMatch::Equivalent(Hit { kind: Some(to), .. }) = rule_match(hook, review) else {

@@ -155,7 +155,7 @@ enum PatchFailure {
 }
 
 /// A patch not applied before the review's deadline (`ObjectState::apply`).
-pub(crate) struct PatchOutOfTime(PatchError);
+pub(crate) struct PatchOutOfTime(String);
 
 impl std::fmt::Display for PatchOutOfTime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -189,9 +189,10 @@ async fn apply_patch(
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok((false, None));
     };
-    let patch = decode_patch(bytes)
-        .await
-        .map_err(|e| PatchFailure::Call(CallError::UndecodablePatch(e.to_string())))?;
+    let patch = decode_patch(bytes, deadline).await.map_err(|undecoded| match undecoded {
+        Undecoded::Invalid(error) => PatchFailure::Call(CallError::UndecodablePatch(error)),
+        Undecoded::OutOfTime => PatchFailure::OutOfTime(PatchOutOfTime(undecoded.to_string())),
+    })?;
     if patch.is_empty() {
         return Ok((false, None));
     }
@@ -209,7 +210,7 @@ async fn apply_patch(
         }));
     }
     let changed = object.apply(&patch, deadline).await.map_err(|error| match error {
-        PatchError::OutOfTime { .. } => PatchFailure::OutOfTime(PatchOutOfTime(error)),
+        PatchError::OutOfTime { .. } => PatchFailure::OutOfTime(PatchOutOfTime(error.to_string())),
         error => PatchFailure::Internal(verdict::internal_error(&error.to_string())),
     })?;
     if audit_patch {
@@ -226,15 +227,56 @@ async fn apply_patch(
     Ok((changed, Some(patch)))
 }
 
+/// Why a webhook's patch was not decoded.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Undecoded {
+    /// Not a JSON Patch: the text of `patch::DecodeError`.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("admission-gateway could not decode the patch before the review's deadline")]
+    OutOfTime,
+}
+
 /// [`Patch::decode`], on the runtime's blocking threads for a patch as large as
-/// `upstream::DECODE_ASIDE_BYTES` or more, so that other reviews on the serving thread go on.
-pub(super) async fn decode_patch(bytes: &[u8]) -> Result<Patch, String> {
+/// `upstream::DECODE_ASIDE_BYTES` or more, so that other reviews on the serving thread go on;
+/// not waited for past `deadline`.
+pub(super) async fn decode_patch(bytes: &[u8], deadline: Option<Instant>) -> Result<Patch, Undecoded> {
     if bytes.len() < crate::upstream::DECODE_ASIDE_BYTES {
-        return Patch::decode(bytes).map_err(|e| e.to_string());
+        return Patch::decode(bytes).map_err(|e| Undecoded::Invalid(e.to_string()));
     }
     let bytes = bytes.to_vec();
-    match tokio::task::spawn_blocking(move || Patch::decode(&bytes)).await {
-        Ok(decoded) => decoded.map_err(|e| e.to_string()),
-        Err(error) => Err(format!("decoding was stopped: {error}")),
+    let decoding = tokio::task::spawn_blocking(move || Patch::decode(&bytes));
+    let joined = match deadline {
+        Some(deadline) => {
+            tokio::time::timeout_at(deadline, decoding).await.map_err(|_| Undecoded::OutOfTime)?
+        }
+        None => decoding.await,
+    };
+    match joined {
+        Ok(decoded) => decoded.map_err(|e| Undecoded::Invalid(e.to_string())),
+        Err(error) => Err(Undecoded::Invalid(format!("decoding was stopped: {error}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large patch is decoded aside and not waited for past the deadline; a small one, or
+    /// one with time left, decodes as `Patch::decode` decodes it.
+    #[tokio::test]
+    async fn a_large_patch_is_not_waited_for_past_the_deadline() {
+        let operation = r#"{"op":"add","path":"/metadata/labels/a","value":"b"}"#;
+        let count = crate::upstream::DECODE_ASIDE_BYTES / operation.len() + 1;
+        let large = format!("[{}]", vec![operation; count].join(","));
+        let past = Some(Instant::now());
+        assert!(matches!(decode_patch(large.as_bytes(), past).await, Err(Undecoded::OutOfTime)));
+        let later = Some(Instant::now() + std::time::Duration::from_secs(3600));
+        assert_eq!(decode_patch(large.as_bytes(), later).await.unwrap().len(), count);
+        assert_eq!(decode_patch(large.as_bytes(), None).await.unwrap().len(), count);
+        let small = format!("[{operation}]");
+        assert_eq!(decode_patch(small.as_bytes(), past).await.unwrap().len(), 1, "decoded at once");
+        let error = decode_patch(b"{", later).await.unwrap_err().to_string();
+        assert_eq!(error, Patch::decode(b"{").unwrap_err().to_string());
     }
 }

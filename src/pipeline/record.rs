@@ -1,6 +1,6 @@
 //! What a review leaves behind besides its verdict: audit annotations (§14) and warnings (§13),
-//! recorded with the API server's rules and encoded for the answer (README, "Audit annotations
-//! and warnings").
+//! recorded with the API server's rules and encoded for the answer (docs/operations.md, "Audit
+//! annotations and warnings").
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -1,4 +1,4 @@
-//! Shadow and canary webhooks (README, "Shadow, canary and warn modes"): called exactly as if
+//! Shadow and canary webhooks (docs/configuration.md, "Shadow, canary and warn modes"): called exactly as if
 //! enforced — the same request, at the same place in the chain, with the webhook's own
 //! timeout — but off the critical path. The answer never waits for them and never changes
 //! because of them; once the review's decision is known, each outcome is compared with it and
@@ -29,13 +29,10 @@ use crate::config::mode::Mode;
 use crate::explain::{Explanation, Phase, Step};
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, WebhookResponse};
+use crate::telemetry::names;
 use crate::traces::{CallEnd, Parent};
 use crate::upstream::CallError;
 
-/// The shadow results counter.
-pub(crate) const RESULTS_METRIC: &str = "admission_gateway_shadow_results_total";
-/// The warn-mode denials counter.
-pub(crate) const WARN_DENIALS_METRIC: &str = "admission_gateway_warn_denials_total";
 /// How long a finished shadow call waits for the review's decision: the review is bounded by
 /// the caller's timeout (at most an hour, `budget.rs`), this by a few minutes more than any
 /// webhook's own timeout.
@@ -248,7 +245,7 @@ impl ShadowReport {
         let uid = crate::logging::Untrusted(uid);
         let (result, disagreement) = self.result.labels();
         metrics::counter!(
-            RESULTS_METRIC,
+            names::SHADOW_RESULTS,
             "webhook" => self.hook.name.clone(),
             "configuration" => self.hook.configuration.clone(),
             "type" => match self.phase { Phase::Mutating => "admit", Phase::Validating => "validating" },
@@ -481,9 +478,12 @@ async fn would_mutate(
     let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
         return Ok(None);
     };
-    let patch = super::mutate::decode_patch(bytes).await.map_err(|e| {
-        let error = CallError::UndecodablePatch(e);
-        (error.reason(), error.to_string())
+    let patch = super::mutate::decode_patch(bytes, deadline).await.map_err(|undecoded| match undecoded {
+        super::mutate::Undecoded::Invalid(e) => {
+            let error = CallError::UndecodablePatch(e);
+            (error.reason(), error.to_string())
+        }
+        super::mutate::Undecoded::OutOfTime => ("patch_out_of_time", undecoded.to_string()),
     })?;
     if patch.is_empty() {
         return Ok(None);

@@ -17,6 +17,7 @@ use crate::config::compile::Hook;
 use crate::config::mode::Mode;
 use crate::explain::{Phase, Step};
 use crate::review::Status;
+use crate::telemetry::names;
 
 const PHASE: Phase = Phase::Validating;
 
@@ -83,12 +84,12 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
 
 impl Review<'_> {
     /// A warn-mode webhook denied: its denial, in the API server's words, becomes a warning
-    /// returned to the user, and the request goes on (README, "Shadow, canary and warn modes").
+    /// returned to the user, and the request goes on (docs/configuration.md, "Shadow, canary and warn modes").
     fn warn_mode_denial(&mut self, hook: &Hook, status: Status) -> Judged {
         let message = status.message.as_deref().unwrap_or_default();
         self.records.warn(Some(vec![format!("{WARN_MODE_PREFIX}{message}")]));
         metrics::counter!(
-            shadow::WARN_DENIALS_METRIC,
+            names::WARN_DENIALS,
             "webhook" => hook.name.clone(),
             "configuration" => hook.configuration.clone(),
         )

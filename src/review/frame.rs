@@ -1,8 +1,8 @@
 //! The received review as the frame of the requests sent on: its bytes with the `uid`, the
 //! `object` and the `oldObject` cut out, so that a webhook's request is the caller's own
 //! review with the webhook's uid and the object as it stands put back in — no re-encoding,
-//! and every field the caller sent kept, including any the gateway does not know (README,
-//! "Where the gateway knowingly differs").
+//! and every field the caller sent kept, including any the gateway does not know (docs/differences.md,
+//! "The request a webhook is sent").
 //!
 //! A frame is only made when putting the pieces back gives what `encode::request` would
 //! write, field for field (`decode.rs` checks the request has every field that encoder

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::config::Snapshot;
-use crate::pipeline::{Outcome, Stage};
+use crate::endpoint::Endpoint;
+use crate::pipeline::Outcome;
+use crate::telemetry::names;
 
 /// Counters shared by the listeners and the reload task. Label values are bounded: stages,
 /// booleans and fixed reason names, never anything from a request.
@@ -56,7 +58,7 @@ impl Metrics {
         OpenConnection { metrics: self.clone(), index }
     }
 
-    pub(crate) fn review(&self, stage: Stage, outcome: &Outcome) {
+    pub(crate) fn review(&self, stage: Endpoint, outcome: &Outcome) {
         let stage = stage_index(stage);
         self.reviews[stage][usize::from(outcome.answer.allowed)].fetch_add(1, Ordering::Relaxed);
         if outcome.failed_open > 0 {
@@ -67,18 +69,18 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn bad_request(&self, stage: Stage, reason: &'static str) {
+    pub(crate) fn bad_request(&self, stage: Endpoint, reason: &'static str) {
         let mut bad = self.bad_requests.lock().unwrap_or_else(|p| p.into_inner());
         *bad.entry((stage.as_str(), reason)).or_default() += 1;
     }
 
     pub(crate) fn render(&self, snapshot: &Snapshot) -> String {
-        let mut out = webhooks::handle().render();
+        let mut out = crate::telemetry::recorder().render();
         out.push_str(
             "# HELP admission_gateway_reviews_total AdmissionReviews answered, by endpoint and verdict.\n",
         );
         out.push_str("# TYPE admission_gateway_reviews_total counter\n");
-        for stage in [Stage::Mutate, Stage::Validate, Stage::Admit] {
+        for stage in [Endpoint::Mutate, Endpoint::Validate, Endpoint::Admit] {
             for allowed in [false, true] {
                 let count = self.reviews[stage_index(stage)][usize::from(allowed)].load(Ordering::Relaxed);
                 if count > 0 {
@@ -92,18 +94,18 @@ impl Metrics {
         }
         for (name, help, counts) in [
             (
-                "admission_gateway_webhook_failed_open_total",
+                names::WEBHOOK_FAILED_OPEN,
                 "Webhook calls answered by failurePolicy Ignore (call failed or no budget left), by endpoint.",
                 &self.failed_open,
             ),
             (
-                "admission_gateway_webhook_budget_exhausted_total",
+                names::WEBHOOK_BUDGET_EXHAUSTED,
                 "Webhooks not called because the review's deadline budget was exhausted, by endpoint.",
                 &self.budget_exhausted,
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for stage in [Stage::Mutate, Stage::Validate, Stage::Admit] {
+            for stage in [Endpoint::Mutate, Endpoint::Validate, Endpoint::Admit] {
                 let count = counts[stage_index(stage)].load(Ordering::Relaxed);
                 let _ = writeln!(out, "{name}{{stage=\"{}\"}} {count}", stage.as_str());
             }
@@ -161,7 +163,7 @@ impl Metrics {
             );
         }
         for (name, help, values) in [(
-            "admission_gateway_connections",
+            names::CONNECTIONS,
             "Connections open, by listener.",
             [("listener=\"admission\"", &self.connections[0]), ("listener=\"admin\"", &self.connections[1])],
         )] {
@@ -172,12 +174,12 @@ impl Metrics {
         }
         for (name, help, value) in [
             (
-                "admission_gateway_reviews_in_flight",
+                names::REVIEWS_IN_FLIGHT,
                 "Reviews being answered (maxReviewsInFlight caps it).",
                 self.in_flight.reviews() as u64,
             ),
             (
-                "admission_gateway_request_bytes_in_flight",
+                names::REQUEST_BYTES_IN_FLIGHT,
                 "Bytes of the request bodies being answered (maxRequestBytesInFlight caps it).",
                 self.in_flight.bytes() as u64,
             ),
@@ -186,12 +188,12 @@ impl Metrics {
         }
         for (name, help, value) in [
             (
-                "admission_gateway_panics_total",
+                names::PANICS,
                 "Panics caught in the process's tasks (each one a bug; the task's connection was closed).",
                 PANICS.load(Ordering::Relaxed),
             ),
             (
-                "admission_gateway_log_lines_dropped_total",
+                names::LOG_LINES_DROPPED,
                 "Log lines dropped because standard error fell behind the writer queue.",
                 crate::logging::dropped_lines(),
             ),
@@ -218,11 +220,11 @@ pub(crate) fn count_panics() {
     });
 }
 
-fn stage_index(stage: Stage) -> usize {
+fn stage_index(stage: Endpoint) -> usize {
     match stage {
-        Stage::Mutate => 0,
-        Stage::Validate => 1,
-        Stage::Admit => 2,
+        Endpoint::Mutate => 0,
+        Endpoint::Validate => 1,
+        Endpoint::Admit => 2,
     }
 }
 
@@ -251,8 +253,8 @@ mod tests {
     #[test]
     fn fail_opens_and_exhausted_budgets_are_counted_by_stage() {
         let metrics = Metrics::default();
-        metrics.review(Stage::Mutate, &outcome(true, 2, 1));
-        metrics.review(Stage::Mutate, &outcome(true, 1, 1));
+        metrics.review(Endpoint::Mutate, &outcome(true, 2, 1));
+        metrics.review(Endpoint::Mutate, &outcome(true, 1, 1));
         let text = metrics.render(&Snapshot::empty());
         assert!(text.contains("admission_gateway_webhook_failed_open_total{stage=\"mutate\"} 3\n"), "{text}");
         assert!(
@@ -268,9 +270,9 @@ mod tests {
     #[test]
     fn reviews_are_counted_by_stage_and_verdict() {
         let metrics = Metrics::default();
-        metrics.review(Stage::Validate, &outcome(true, 0, 0));
-        metrics.review(Stage::Validate, &outcome(true, 0, 0));
-        metrics.review(Stage::Mutate, &outcome(false, 0, 0));
+        metrics.review(Endpoint::Validate, &outcome(true, 0, 0));
+        metrics.review(Endpoint::Validate, &outcome(true, 0, 0));
+        metrics.review(Endpoint::Mutate, &outcome(false, 0, 0));
         let text = metrics.render(&Snapshot::empty());
         assert!(
             text.contains("admission_gateway_reviews_total{stage=\"validate\",allowed=\"true\"} 2\n"),

@@ -13,10 +13,11 @@ use tokio::time::Instant;
 use super::body::{self, ReadError, MAX_REVIEW_BYTES};
 use super::metrics::webhooks;
 use super::{ExplainedReview, State};
+use crate::endpoint::Endpoint;
 use crate::explain::Explanation;
 use crate::logging::{ReviewAnswered, ReviewLog, Untrusted};
+use crate::pipeline;
 use crate::pipeline::budget::Budget;
-use crate::pipeline::{self, Stage};
 use crate::review::{decode, encode};
 
 /// Which of the two listeners a request arrived on.
@@ -45,9 +46,9 @@ pub(crate) async fn route(
 async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener) -> Response<Full<Bytes>> {
     let path = request.uri().path();
     let stage = match path {
-        "/mutate" => Some(Stage::Mutate),
-        "/validate" => Some(Stage::Validate),
-        "/admit" => Some(Stage::Admit),
+        "/mutate" => Some(Endpoint::Mutate),
+        "/validate" => Some(Endpoint::Validate),
+        "/admit" => Some(Endpoint::Admit),
         _ => None,
     };
     let admission = listener == Listener::Admission;
@@ -77,7 +78,7 @@ async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener)
 
 /// One AdmissionReview: read (capped), decode, dispatch within the deadline budget, answer in
 /// the caller's version.
-async fn review(state: &State, stage: Stage, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let received = Instant::now();
     // Tracing on: the server span, child of the caller's `traceparent` (src/traces.rs).
     let mut span = state.traces.as_ref().map(|traces| traces.review(request.headers(), stage));
@@ -243,7 +244,7 @@ fn ejected_webhooks(snapshot: &crate::config::Snapshot) -> String {
 /// become a flood of log lines).
 fn overloaded(
     state: &State,
-    stage: Stage,
+    stage: Endpoint,
     overload: &super::limits::Overload,
     span: Option<crate::traces::ReviewSpan>,
 ) -> Response<Full<Bytes>> {
@@ -259,7 +260,7 @@ fn overloaded(
 
 fn reject(
     state: &State,
-    stage: Stage,
+    stage: Endpoint,
     code: StatusCode,
     reason: &'static str,
     message: &str,

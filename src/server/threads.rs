@@ -1,7 +1,7 @@
 //! The admission listener served by a few threads, each running a single-threaded runtime of
 //! its own, as nginx runs its workers: a connection, the reviews on it and the calls they make
 //! to webhooks all stay on the thread that accepted it, with that thread's own pools of
-//! upstream connections (`upstream.rs` picks the pool by [`lane`]). Nothing of a review hops
+//! upstream connections (`upstream.rs` picks the pool by `lanes::lane`). Nothing of a review hops
 //! between threads, where the work-stealing runtime woke another thread for about every
 //! second step of a review (`loadtest/README.md`, "Profile hints").
 //!
@@ -14,9 +14,8 @@
 //! over two cores — what an HTTP/2 client, which sends everything over one connection, would
 //! notice; the API server calls a webhook over a pool of HTTP/1.1 connections.
 
-use std::cell::Cell;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -25,44 +24,11 @@ use tokio::sync::{oneshot, watch, Semaphore};
 
 use super::{limits, Listener, State};
 
-thread_local! {
-    /// This thread's place among the serving threads: 1..=n, or 0 on any other thread.
-    static LANE: Cell<usize> = const { Cell::new(0) };
-}
-
 /// Blocking threads per serving thread (`upstream::DECODE_ASIDE_BYTES`).
 const BLOCKING_THREADS: usize = 2;
 
 /// Connections waiting to be accepted, per socket (tokio's own default).
 const LISTEN_BACKLOG: i32 = 1024;
-
-/// How many serving threads the process runs (set once, before the configuration is first
-/// compiled, so every upstream client has a pool for each).
-static LANES: OnceLock<usize> = OnceLock::new();
-
-/// The serving thread this code runs on (1..=n), or 0 for any other thread.
-pub(crate) fn lane() -> usize {
-    LANE.get()
-}
-
-/// Pools an upstream client keeps: one per serving thread, and one for every other thread.
-pub(crate) fn pools() -> usize {
-    LANES.get().copied().unwrap_or(0) + 1
-}
-
-/// `--threads` when unset: the CPUs this process may run on.
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
-
-/// Fixes the number of serving threads, before any upstream client is built; the first call
-/// wins (tests run several gateways in one process: a client then shares pools between
-/// threads, correct but slower). Returns the number to start.
-pub(crate) fn plan(threads: usize) -> usize {
-    let threads = threads.max(1);
-    let _ = LANES.set(threads);
-    threads
-}
 
 /// The listening sockets of `threads` serving threads, all on `address` (its port chosen once
 /// when 0), and that address.
@@ -130,7 +96,7 @@ pub(crate) fn start(
         let (done, finished_rx) = oneshot::channel();
         finished.push(finished_rx);
         std::thread::Builder::new().name(format!("admission-{index}")).spawn(move || {
-            LANE.set(index);
+            crate::lanes::enter(index);
             runtime.block_on(async move {
                 match TcpListener::from_std(listener) {
                     Ok(listener) => {

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::proto;
+use crate::telemetry::names;
 
 /// Spans waiting for export beyond this many are dropped.
 const QUEUE_SPANS: usize = 8192;
@@ -32,16 +33,11 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for the last spans to be sent.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Spans dropped because the queue was full.
-pub(crate) const DROPPED_METRIC: &str = "admission_gateway_trace_spans_dropped_total";
-/// Spans in export requests that failed.
-pub(crate) const FAILED_METRIC: &str = "admission_gateway_trace_spans_export_failed_total";
-
 /// The SDK's span processor: every ended span into the bounded queue, never waiting.
 #[derive(Debug)]
 pub(crate) struct Queue {
     sender: mpsc::Sender<SpanData>,
-    /// Spans dropped so far (also the [`DROPPED_METRIC`] counter).
+    /// Spans dropped so far (also the `admission_gateway_trace_spans_dropped_total` counter).
     dropped: Arc<AtomicU64>,
 }
 
@@ -54,7 +50,7 @@ impl SpanProcessor for Queue {
         }
         if self.sender.try_send(span).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!(DROPPED_METRIC).increment(1);
+            metrics::counter!(names::TRACE_SPANS_DROPPED).increment(1);
         }
     }
 
@@ -142,7 +138,7 @@ async fn send(exporter: &OtlpHttp, batch: &mut Vec<SpanData>) {
     let spans = std::mem::replace(batch, Vec::with_capacity(BATCH_SPANS));
     let count = spans.len() as u64;
     if let Err(error) = exporter.export(spans).await {
-        metrics::counter!(FAILED_METRIC).increment(count);
+        metrics::counter!(names::TRACE_SPANS_EXPORT_FAILED).increment(count);
         tracing::warn!(spans = count, "traces: export failed: {error}");
     }
 }

@@ -1,4 +1,4 @@
-//! Fast failure (README, "Failure behaviour"): a webhook whose calls keep getting no answer is
+//! Fast failure (docs/operations.md, "Failure behaviour"): a webhook whose calls keep getting no answer is
 //! ejected and answered at once by its failurePolicy — the decision the API server would make,
 //! without the wait — then probed, and brought back by an answer.
 

@@ -314,7 +314,7 @@ async fn every_overlay_passes_a_real_api_server_and_broken_ones_do_not() {
             .await
             .unwrap_or_else(|e| panic!("kubectl kustomize deploy/overlays/{overlay}: {e}"));
         check_invariants(overlay, &objects);
-        // In the README's rollout order: everything but the registration, then the registration.
+        // In docs/deploying.md's rollout order: everything but the registration, then the registration.
         let registrations =
             objects.iter().filter(|o| o["kind"].as_str().unwrap().ends_with("WebhookConfiguration")).count();
         let mut accepted = Vec::new();

@@ -1,4 +1,4 @@
-//! The graceful stop of a rollout (`serve --drain-delay`, README "Failure behaviour"): not ready
+//! The graceful stop of a rollout (`serve --drain-delay`, docs/deploying.md "Stopping"): not ready
 //! at once, still serving — with `Connection: close` — for the delay, then no new connections.
 
 use std::time::{Duration, Instant};

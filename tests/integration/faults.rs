@@ -25,7 +25,7 @@
 //! | `Connection: close` in an answer           | the connection is not used again (Go's transport neither)                            | the same    | [`a_connection_the_webhook_said_to_close_is_not_reused`] |
 //! | 4xx/5xx, text or no body                   | 500 `… failed to call webhook: <client-go's text for the code>`                        | failed open | [`http_errors_without_a_status_body`] (500 with text: `failure_policy::an_http_500_from_a_webhook_under_fail_quotes_its_body`) |
 //! | 4xx/5xx with a `metav1.Status` body        | 500 `… failed to call webhook: <Status.message>`                                       | failed open | [`http_errors_with_a_status_body`] |
-//! | 50 MiB body                                | (gateway limit, README "Limits") 500 `… Post "URL": reading the response body: length limit exceeded` | failed open | [`a_50_mib_answer`] |
+//! | 50 MiB body                                | (gateway limit, docs/differences.md "Limits") 500 `… Post "URL": reading the response body: length limit exceeded` | failed open | [`a_50_mib_answer`] |
 //! | invalid JSON                               | 500 `… failed to call webhook: couldn't get version/kind; json parse error: <Go's text>` | failed open | [`an_answer_that_is_not_json`] |
 //! | wrong kind / apiVersion                    | 500 `… no kind "…" is registered for version "…"`; v1 without apiVersion: `received invalid webhook response: expected webhook response of …` | failed open | [`an_answer_of_another_kind`], `failure_policy::a_v1_response_without_api_version_is_invalid` |
 //! | wrong uid                                  | 500 `… received invalid webhook response: expected response.uid="…", got "…"`          | failed open | `failure_policy::a_response_with_another_uid_is_invalid` |
@@ -452,7 +452,7 @@ async fn plain_http_on_an_https_url() {
 /// The API server offers `h2` by ALPN to webhooks at a loopback or `localhost` URL (only those:
 /// `isLocalHost` in staging/src/k8s.io/apiserver/pkg/util/webhook/client.go, Kubernetes 1.30+);
 /// an upstream that speaks nothing but HTTP/2 is called over HTTP/2 and answers normally. The
-/// gateway offers `http/1.1` first (README "Differences"); refused, it calls over HTTP/2, and
+/// gateway offers `http/1.1` first (docs/differences.md, "HTTP/1.1 to loopback webhooks too"); refused, it calls over HTTP/2, and
 /// goes straight to HTTP/2 for that webhook from then on: one refused handshake, whatever the
 /// number of calls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -747,7 +747,7 @@ async fn http_errors_with_a_status_body() {
     }
 }
 
-/// The API server reads any answer whole; the gateway refuses one over 16 MiB (README,
+/// The API server reads any answer whole; the gateway refuses one over 16 MiB (docs/differences.md,
 /// "Limits") instead of buffering it, as a call error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_50_mib_answer() {

@@ -1,4 +1,4 @@
-//! Logs of the real binary (README, "Logs"): one JSON object a line on standard error, one
+//! Logs of the real binary (docs/operations.md, "Logs"): one JSON object a line on standard error, one
 //! `review answered` line per review with its decision and each webhook's part, request values
 //! escaped and cut, and never an object or a patch.
 
@@ -210,7 +210,7 @@ async fn an_ejected_webhook_logs_its_ejection_once_not_every_review() {
     let warnings: Vec<&String> = lines.iter().filter(|line| line.contains("\"level\":\"WARN\"")).collect();
     assert_eq!(warnings.len(), 3, "two failed calls and one ejection: {warnings:#?}");
     assert_eq!(warnings.iter().filter(|line| line.contains("webhook ejected")).count(), 1, "{warnings:#?}");
-    // Written while a review was judged: each says which review (README, "Logs").
+    // Written while a review was judged: each says which review (docs/operations.md, "Logs").
     for line in &warnings {
         let line: Value = serde_json::from_str(line).unwrap();
         assert_eq!(line["span"]["uid"], json!(fixtures::uid(POD_CREATE)), "{line}");

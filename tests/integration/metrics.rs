@@ -1,4 +1,4 @@
-//! The per-webhook metrics on `/metrics` (README, "Metrics"): kube-apiserver's own webhook
+//! The per-webhook metrics on `/metrics` (docs/operations.md, "Metrics"): kube-apiserver's own webhook
 //! families under their exact names and labels, so its dashboards work pointed at the
 //! gateway, and the gateway's own. The registry is the process's: every test reads only the
 //! series of webhooks named for it.

@@ -1,4 +1,4 @@
-//! Shadow, canary and warn modes (README, "Shadow, canary and warn modes"): a shadow webhook is
+//! Shadow, canary and warn modes (docs/configuration.md, "Shadow, canary and warn modes"): a shadow webhook is
 //! called but never waited for nor obeyed, its results counted; a canary is enforced for a
 //! stable share of objects; a warn-mode denial becomes a warning.
 

@@ -1,4 +1,4 @@
-//! Limits under load (README, "Failure behaviour"): reviews and request bytes in flight are
+//! Limits under load (docs/operations.md, "Failure behaviour"): reviews and request bytes in flight are
 //! capped with an immediate 429, connections are capped and idle ones closed.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Hot reload of the fleet's configuration and of the serving certificate (README, "Configuration"), the
+//! Hot reload of the fleet's configuration and of the serving certificate (docs/configuration.md, "Hot reload"), the
 //! admin endpoints, and graceful shutdown.
 
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! Reloads that must never open the gate: a configuration file rewritten in place is read only
 //! once it has settled, an emptied file never replaces what it held, and a fleet is emptied
-//! only on purpose (`allowEmptyFleet`). README, "Configuration".
+//! only on purpose (`allowEmptyFleet`). docs/configuration.md, "Hot reload".
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,4 +1,4 @@
-//! Traces (README, "Traces"): with `--otlp-endpoint` every review is a server span continuing
+//! Traces (docs/operations.md, "Traces"): with `--otlp-endpoint` every review is a server span continuing
 //! the caller's W3C `traceparent`, every webhook call a client span beneath it whose id the
 //! webhook receives in its own `traceparent`; spans reach a real OTLP/HTTP receiver
 //! (support/otlp.rs) in batches and on shutdown, and carry no object content.

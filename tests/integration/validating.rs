@@ -235,8 +235,8 @@ async fn concurrent_reviews_each_get_their_own_answer() {
 }
 
 /// A webhook is sent the caller's review as it came, with a uid of its own: every field the
-/// caller sent, those the gateway does not know included (README, "Where the gateway
-/// knowingly differs") — except to a webhook of another review version, which is sent what
+/// caller sent, those the gateway does not know included (docs/differences.md, "The
+/// request a webhook is sent") — except to a webhook of another review version, which is sent what
 /// the gateway knows, written anew in its version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_is_sent_the_callers_review_with_its_own_uid() {

@@ -1,0 +1,207 @@
+//! Telemetry that every layer records into, with nothing of theirs: the name of every metric
+//! family (defined once, here), the process's Prometheus recorder behind the `metrics` facade
+//! with its buckets and HELP texts, and the per-webhook in-flight gauge. A leaf: the pipeline,
+//! the upstream clients, the cluster watches and the server record; `/metrics` renders.
+//!
+//! Labels are bounded: webhook names, fixed words, codes; never a namespace, object name, uid,
+//! user or error text.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// The name of every metric family the gateway exports.
+pub(crate) mod names {
+    // kube-apiserver's own families, under their exact names (docs/semantics.md §15.1; upstream
+    // staging/src/k8s.io/apiserver/pkg/admission/metrics/metrics.go).
+    pub(crate) const WEBHOOK_ADMISSION_DURATION: &str =
+        "apiserver_admission_webhook_admission_duration_seconds";
+    pub(crate) const WEBHOOK_REQUESTS: &str = "apiserver_admission_webhook_request_total";
+    pub(crate) const WEBHOOK_REJECTIONS: &str = "apiserver_admission_webhook_rejection_count";
+    pub(crate) const WEBHOOK_FAIL_OPEN: &str = "apiserver_admission_webhook_fail_open_count";
+    pub(crate) const MATCH_CONDITION_EXCLUSIONS: &str =
+        "apiserver_admission_match_condition_exclusions_total";
+    pub(crate) const MATCH_CONDITION_ERRORS: &str =
+        "apiserver_admission_match_condition_evaluation_errors_total";
+    pub(crate) const MATCH_CONDITION_DURATION: &str =
+        "apiserver_admission_match_condition_evaluation_seconds";
+    pub(crate) const INTERNAL_ERRORS: &str = "apiserver_internal_error";
+
+    // The gateway's own families.
+    pub(crate) const WEBHOOK_DURATION: &str = "admission_gateway_webhook_duration_seconds";
+    pub(crate) const REVIEW_GATEWAY_DURATION: &str = "admission_gateway_review_gateway_seconds";
+    pub(crate) const WEBHOOK_EJECTIONS: &str = "admission_gateway_webhook_ejections_total";
+    pub(crate) const UPSTREAM_CONNECTIONS: &str = "admission_gateway_upstream_connections_total";
+    pub(crate) const WEBHOOK_IN_FLIGHT: &str = "admission_gateway_webhook_in_flight";
+    pub(crate) const REVIEWS_ABANDONED: &str = "admission_gateway_reviews_abandoned_total";
+    pub(crate) const SHADOW_RESULTS: &str = "admission_gateway_shadow_results_total";
+    pub(crate) const WARN_DENIALS: &str = "admission_gateway_warn_denials_total";
+    pub(crate) const TRACE_SPANS_DROPPED: &str = "admission_gateway_trace_spans_dropped_total";
+    pub(crate) const TRACE_SPANS_EXPORT_FAILED: &str = "admission_gateway_trace_spans_export_failed_total";
+    pub(crate) const CONNECTIONS: &str = "admission_gateway_connections";
+    pub(crate) const LOG_LINES_DROPPED: &str = "admission_gateway_log_lines_dropped_total";
+    pub(crate) const PANICS: &str = "admission_gateway_panics_total";
+    pub(crate) const REQUEST_BYTES_IN_FLIGHT: &str = "admission_gateway_request_bytes_in_flight";
+    pub(crate) const REVIEWS_IN_FLIGHT: &str = "admission_gateway_reviews_in_flight";
+    pub(crate) const WEBHOOK_BUDGET_EXHAUSTED: &str = "admission_gateway_webhook_budget_exhausted_total";
+    pub(crate) const WEBHOOK_FAILED_OPEN: &str = "admission_gateway_webhook_failed_open_total";
+    pub(crate) const NAMESPACE_CACHE_NAMESPACES: &str = "admission_gateway_namespace_cache_namespaces";
+    pub(crate) const NAMESPACE_CACHE_STALE: &str = "admission_gateway_namespace_cache_stale";
+    pub(crate) const NAMESPACE_CACHE_STALE_SECONDS: &str = "admission_gateway_namespace_cache_stale_seconds";
+    pub(crate) const NAMESPACE_CACHE_SYNCED: &str = "admission_gateway_namespace_cache_synced";
+    pub(crate) const NAMESPACE_LOOKUPS: &str = "admission_gateway_namespace_lookups_total";
+    pub(crate) const NAMESPACE_WATCH_RESTARTS: &str = "admission_gateway_namespace_watch_restarts_total";
+}
+
+/// Webhook names a serving thread keeps handles for before it starts afresh (a fleet renamed
+/// by reloads many times over).
+pub(crate) const CACHED_WEBHOOKS: usize = 4096;
+
+/// The API server's webhook latency buckets, with sub-millisecond ones in front: a webhook on
+/// the same node answers in well under 5 ms.
+const WEBHOOK_BUCKETS: &[f64] =
+    &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
+/// The API server's match-condition buckets.
+const CONDITION_BUCKETS: &[f64] = &[0.0001, 0.001, 0.005, 0.01, 0.025, 0.1, 0.2, 0.25];
+/// The gateway's own time per review.
+const GATEWAY_BUCKETS: &[f64] =
+    &[0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+
+/// How often buffered histogram samples are folded into their buckets.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The process's Prometheus recorder, installed the first time it is asked for. If another
+/// recorder was installed first, the handle renders nothing of the facade's metrics (and
+/// says so in a log line).
+pub(crate) fn recorder() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let builder = [
+            (names::WEBHOOK_ADMISSION_DURATION, WEBHOOK_BUCKETS),
+            (names::WEBHOOK_DURATION, WEBHOOK_BUCKETS),
+            (names::MATCH_CONDITION_DURATION, CONDITION_BUCKETS),
+            (names::REVIEW_GATEWAY_DURATION, GATEWAY_BUCKETS),
+        ]
+        .into_iter()
+        .fold(PrometheusBuilder::new(), |builder, (name, buckets)| {
+            builder
+                .set_buckets_for_metric(Matcher::Full(name.to_owned()), buckets)
+                .unwrap_or_else(|_| PrometheusBuilder::new())
+        });
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!(
+                "another metrics recorder is installed: /metrics will lack the per-webhook families"
+            );
+        }
+        describe();
+        // Histogram samples are buffered raw until drained into their buckets: by a render,
+        // or by this upkeep, so that without scrapes the buffer holds at most a few seconds.
+        let upkeep = handle.clone();
+        let spawned = std::thread::Builder::new().name("metrics-upkeep".into()).spawn(move || loop {
+            std::thread::sleep(UPKEEP_INTERVAL);
+            upkeep.run_upkeep();
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start the metrics upkeep thread: histograms drain only on scrapes");
+        }
+        handle
+    })
+}
+
+/// The HELP lines of every family recorded through the facade.
+fn describe() {
+    use metrics::{describe_counter, describe_histogram, Unit};
+    describe_histogram!(
+        names::WEBHOOK_ADMISSION_DURATION,
+        Unit::Seconds,
+        "Admission webhook latency, by webhook name, type (admit or validating), operation and rejected."
+    );
+    describe_counter!(
+        names::WEBHOOK_REQUESTS,
+        "Admission webhook requests, by webhook name, type, operation, HTTP code (0: no answer) and rejected."
+    );
+    describe_counter!(
+        names::WEBHOOK_REJECTIONS,
+        "Admission webhook rejections, by webhook name, type, operation, error_type and rejection_code."
+    );
+    describe_counter!(
+        names::WEBHOOK_FAIL_OPEN,
+        "Admission webhook calls that failed and were ignored (failurePolicy Ignore), by webhook name and type."
+    );
+    describe_counter!(
+        names::MATCH_CONDITION_EXCLUSIONS,
+        "Webhooks skipped because a matchCondition was false, by webhook name, kind, type and operation."
+    );
+    describe_counter!(
+        names::MATCH_CONDITION_ERRORS,
+        "matchCondition evaluation errors, by webhook name, kind, type and operation."
+    );
+    describe_histogram!(
+        names::MATCH_CONDITION_DURATION,
+        Unit::Seconds,
+        "matchCondition evaluation time per webhook, by webhook name, kind, type and operation."
+    );
+    describe_histogram!(
+        names::WEBHOOK_DURATION,
+        Unit::Seconds,
+        "Downstream webhook call latency as the gateway saw it, by webhook, type and outcome (allowed, denied, error)."
+    );
+    describe_histogram!(
+        names::REVIEW_GATEWAY_DURATION,
+        Unit::Seconds,
+        "Time per review spent in the gateway itself: the whole review less the time waiting for webhooks."
+    );
+    describe_counter!(
+        names::WEBHOOK_EJECTIONS,
+        "Times a webhook was ejected (fast failure) after consecutive unanswered calls, by webhook."
+    );
+    describe_counter!(
+        names::UPSTREAM_CONNECTIONS,
+        "TCP connections to webhooks, by host:port and result (opened, failed)."
+    );
+    metrics::describe_gauge!(
+        names::WEBHOOK_IN_FLIGHT,
+        "Calls sent to a webhook and not yet answered (shadow calls included), by webhook."
+    );
+    describe_counter!(
+        names::REVIEWS_ABANDONED,
+        "Reviews whose caller closed the connection before the answer."
+    );
+    describe_counter!(
+        names::SHADOW_RESULTS,
+        "Shadow and canary-shadowed webhook results compared with the enforced decision, by webhook, configuration, type, mode, result and disagreement."
+    );
+    describe_counter!(
+        names::TRACE_SPANS_DROPPED,
+        "Spans dropped because the export queue (--otlp-endpoint) was full."
+    );
+    describe_counter!(names::TRACE_SPANS_EXPORT_FAILED, "Spans in OTLP export requests that failed.");
+    describe_counter!(
+        names::WARN_DENIALS,
+        "Warn-mode denials turned into warnings, by webhook and configuration."
+    );
+}
+
+/// `admission_gateway_webhook_in_flight{webhook}`, from this thread's handles.
+pub(crate) fn in_flight(name: &str) -> metrics::Gauge {
+    thread_local! {
+        static GAUGES: RefCell<HashMap<String, metrics::Gauge>> = RefCell::new(HashMap::new());
+    }
+    GAUGES.with_borrow_mut(|gauges| {
+        if let Some(gauge) = gauges.get(name) {
+            return gauge.clone();
+        }
+        if gauges.len() >= CACHED_WEBHOOKS {
+            gauges.clear();
+        }
+        recorder();
+        let gauge = metrics::gauge!(names::WEBHOOK_IN_FLIGHT, "webhook" => name.to_owned());
+        gauges.insert(name.to_owned(), gauge.clone());
+        gauge
+    })
+}

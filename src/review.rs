@@ -1,5 +1,5 @@
 //! AdmissionReview wire types (`admission.k8s.io/v1` and `v1beta1`, which carry the same
-//! fields). A leaf module: it imports nothing of the crate.
+//! fields). It imports only `go` (Go's texts and decoders) of the crate.
 //!
 //! The object and oldObject stay raw JSON ([`RawValue`]) until a stage needs them as a tree,
 //! so a review that only needs forwarding is never parsed beyond its envelope.

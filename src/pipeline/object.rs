@@ -83,8 +83,9 @@ pub(crate) enum PatchError {
 /// A patch of more operations than this is applied to a tree of the object, not to its text:
 /// each operation on the text scans and copies the text (`apply_to_text`), so the text path is
 /// linear only for a bounded number of operations, and beyond a few the one parse and encoding
-/// of the tree cost less (`benches/hot_path.rs`, `patch/…`).
-const MOST_TEXT_STEPS: usize = 8;
+/// of the tree cost less: on the 10 KB Pod the two cross between 4 and 8 label additions
+/// (`cargo bench -- combined-patch/one-patch`, `benches/README.md`).
+const MOST_TEXT_STEPS: usize = 4;
 
 /// Operations applied to a tree between two looks at the clock.
 const OPS_PER_LOOK: usize = 8;

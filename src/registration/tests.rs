@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use clap::Parser as _;
 use serde::Deserialize as _;
 use serde_json::{json, Value};
 
@@ -66,15 +65,22 @@ fn options() -> Options {
 }
 
 fn parse(extra: &[&str]) -> Result<RegistrationArgs, clap::Error> {
-    let mut argv = vec!["admission-gateway", "registration", "--config", "fleet.yaml"];
+    let mut argv = vec!["--config", "fleet.yaml"];
     if !extra.iter().any(|a| *a == "--url" || *a == "--service") {
         argv.extend(["--service", "admission-gateway/admission-gateway"]);
     }
     argv.extend(extra);
-    match crate::cli::Cli::try_parse_from(argv)?.command {
-        crate::cli::Command::Registration(args) => Ok(args),
-        other => panic!("{other:?}"),
-    }
+    parse_exactly(&argv)
+}
+
+/// The `registration` subcommand's flags as the command line parses them (its clap `Args`,
+/// without the rest of the command line).
+fn parse_exactly(args: &[&str]) -> Result<RegistrationArgs, clap::Error> {
+    use clap::{Args as _, FromArgMatches as _};
+    let command = RegistrationArgs::augment_args(clap::Command::new("registration"));
+    let matches =
+        command.try_get_matches_from(std::iter::once("registration").chain(args.iter().copied()))?;
+    RegistrationArgs::from_arg_matches(&matches)
 }
 
 fn with(extra: &[&str]) -> Options {
@@ -606,8 +612,7 @@ fn flags() {
         parse(&["--url", "https://a.example.com", "--service", "a/b"]).is_err(),
         "--url and --service conflict"
     );
-    let neither =
-        crate::cli::Cli::try_parse_from(["admission-gateway", "registration", "--config", "f.yaml"]);
+    let neither = parse_exactly(&["--config", "f.yaml"]);
     assert!(neither.is_err(), "one of --url and --service is required");
     assert!(
         parse(&["--ca-bundle", "ca.pem", "--inject-ca-from", "a/b"]).is_err(),

@@ -503,6 +503,16 @@ fn kind_of(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
+    /// A repeatable stream of choices below a bound (xorshift64 from `seed`).
+    fn choices(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |bound| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        }
+    }
+
     fn raw(json: &str) -> Box<RawValue> {
         RawValue::from_string(json.to_owned()).unwrap()
     }
@@ -664,13 +674,7 @@ mod tests {
             "add", "add", "add", "add", "remove", "remove", "replace", "replace", "replace", "test", "move",
             "copy",
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut next = choices(0x9e37_79b9_7f4a_7c15);
         let (mut by_text, mut failed) = (0, 0);
         for chain in 0..150 {
             let mut state = ObjectState::new(Some(&received), None);
@@ -822,13 +826,7 @@ mod tests {
         .unwrap();
         let segments =
             ["a", "b", "0", "1", "2", "c", "d", "x~1y", "~0", "", "+1", "01", "-", "-1", "00", "1e0"];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut next = choices(0x2545_f491_4f6c_dd1d);
         for _ in 0..5000 {
             let depth = next(6);
             let mut pointer: String =

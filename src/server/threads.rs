@@ -38,10 +38,13 @@ pub(crate) fn bind(
 ) -> std::io::Result<(SocketAddr, Vec<std::net::TcpListener>)> {
     let refused =
         |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot listen on {address}: {e}"));
-    // Without SO_REUSEPORT first: an address in use is an error, as for any server.
-    let probe = std::net::TcpListener::bind(address).map_err(refused)?;
-    let address = probe.local_addr()?;
-    drop(probe);
+    // A given port, without SO_REUSEPORT first: one in use is an error, as for any server. Port
+    // 0 needs no such check, and the port the kernel picks must never be free between the
+    // sockets (another process could take it): the first socket picks it, the others join.
+    if address.port() != 0 {
+        drop(std::net::TcpListener::bind(address).map_err(refused)?);
+    }
+    let mut address = address;
     let mut listeners = Vec::with_capacity(threads);
     for _ in 0..threads.max(1) {
         let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
@@ -50,6 +53,9 @@ pub(crate) fn bind(
         socket.set_nonblocking(true)?;
         socket.bind(&address.into()).map_err(refused)?;
         socket.listen(LISTEN_BACKLOG)?;
+        if address.port() == 0 {
+            address = socket.local_addr()?.as_socket().unwrap_or(address);
+        }
         listeners.push(socket.into());
     }
     Ok((address, listeners))

@@ -2,7 +2,7 @@
 //! works as later end-to-end scenarios need it: kubectl as several identities, RBAC deciding
 //! what the gateway's ServiceAccount may read, and the API server calling a loopback HTTPS
 //! webhook whose `caBundle` is the test CA.
-//! Needs `bash tests/control-plane/build.sh` first.
+//! The control plane is provisioned on first use (`support/provision.rs`).
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! invariants the manifests promise (non-root, probes, drain within the grace period, the
 //! registration pointing at the Service, cert-manager injection from a Certificate that exists)
 //! are read from the built output. Misspelled fields in a copy of deploy/ must be refused.
-//! Needs `bash tests/control-plane/build.sh` first.
+//! The control plane is provisioned on first use (`support/provision.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -13,8 +13,9 @@
 //! printed and the stored object (labels, annotations, init containers, data, namespace phase;
 //! not uid, resourceVersion, timestamps, managedFields), how many times each reinvocation mock
 //! was called during it (a reinvocation difference shows there first), prints the table, and
-//! fails on any difference that README.md's "Where the gateway knowingly differs" does not list.
-//! Everything listens on and is called at 127.0.0.1. Needs `bash tests/control-plane/build.sh`.
+//! fails on any difference that docs/differences.md does not list.
+//! Everything listens on and is called at 127.0.0.1. The control plane and kopf are provisioned
+//! on first use (`support/provision.rs`).
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -33,8 +34,8 @@ const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
 /// The gateway's registration names (`registration` default `--name`, its webhook names).
 const GATEWAY_WEBHOOKS: [&str; 2] = ["mutate.admission-gateway.io", "validate.admission-gateway.io"];
 
-/// A difference README.md's "Where the gateway knowingly differs" lists, with the words of its
-/// bullet (the suite checks the README still says so) and what must still hold.
+/// A difference docs/differences.md lists, with the words of its bullet (the suite checks the
+/// list still says so) and what must still hold.
 #[derive(Clone, Copy, Debug)]
 enum Known {
     /// Several validating webhooks deny: the API server returns the first to complete, the
@@ -918,7 +919,7 @@ impl Outcome {
 }
 
 /// The message a client sees through the gateway is the fleet's, wrapped once more by the API
-/// server with the gateway's webhook name (README "Where the gateway knowingly differs": "its
+/// server with the gateway's webhook name (docs/differences.md, "The API server's version": "its
 /// messages wrap ours once more"). Taken off once, so what is left is compared. Returns the text
 /// and whether it was wrapped.
 fn unwrap_gateway(text: &str) -> (String, bool) {
@@ -1157,9 +1158,7 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
         assert!(outcome.contains(expected), "direct run, {name}: {expected} not in {outcome}");
     }
 
-    let readme = std::fs::read_to_string(Path::new(REPOSITORY).join("README.md")).unwrap();
-    let readme_lists =
-        readme.split("## Where the gateway knowingly differs").nth(1).unwrap().split("\n## ").next().unwrap();
+    let differences = std::fs::read_to_string(Path::new(REPOSITORY).join("docs/differences.md")).unwrap();
     let mut unexpected = Vec::new();
     println!("\n| operation | direct | gateway | same? |\n| --- | --- | --- | --- |");
     for ((step, (direct, _)), (gateway, wrapped)) in steps.iter().zip(&direct).zip(&through_gateway) {
@@ -1168,7 +1167,11 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
             _ if direct == gateway && *wrapped => "same (unwrapped)".to_owned(),
             _ if direct == gateway => "same".to_owned(),
             Some(known) if known.reconciles(direct, gateway) => {
-                assert!(readme_lists.contains(known.bullet()), "README no longer lists {}", known.bullet());
+                assert!(
+                    differences.contains(known.bullet()),
+                    "docs/differences.md no longer lists {}",
+                    known.bullet()
+                );
                 format!("known: {}", known.bullet().trim_matches('*'))
             }
             _ => {
@@ -1185,7 +1188,7 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
     }
     println!(
         "({} operations, {:.1} s; \"unwrapped\": equal once the API server's wrapper naming the gateway's \
-         webhook is taken off, README: \"its messages wrap ours once more\")",
+         webhook is taken off, docs/differences.md: \"its messages wrap ours once more\")",
         steps.len(),
         started.elapsed().as_secs_f64()
     );
@@ -1199,5 +1202,9 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
             println!("{}:\n  direct:  {}\n  gateway: {}", step.name, direct.error, gateway.error);
         }
     }
-    assert!(unexpected.is_empty(), "differences README.md does not list:\n{}", unexpected.join("\n"));
+    assert!(
+        unexpected.is_empty(),
+        "differences docs/differences.md does not list:\n{}",
+        unexpected.join("\n")
+    );
 }

@@ -134,7 +134,8 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
             let mut anchors = RootCertStore::empty();
             let mut certificates = HashSet::new();
             for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
+                let cert =
+                    cert.map_err(|e| format!("unable to load root certificates: {}", x509::pem_problem(&e)))?;
                 anchors.add(cert.clone()).map_err(|e| format!("unable to load root certificates: {e}"))?;
                 certificates.insert(cert.to_vec());
             }

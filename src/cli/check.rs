@@ -35,6 +35,11 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                 ),
                 _ => println!("configuration refused: {errors} error(s), {warnings} warning(s)"),
             }
+            if !valid {
+                for note in unfilled_placeholders(&problems) {
+                    println!("{note}");
+                }
+            }
         }
         output => {
             let problems: Vec<_> = problems.iter().map(problem_json).collect();
@@ -53,6 +58,39 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
         }
     }
     exit::code(if valid { exit::SUCCESS } else { exit::NEGATIVE })
+}
+
+/// A note for each refused file holding `${NAME}` placeholders: a template never filled in
+/// (`config/demo/fleet.yaml` is one, which `demo` fills), the likely cause of its errors.
+fn unfilled_placeholders(problems: &[Problem]) -> Vec<String> {
+    let mut files: Vec<&std::path::Path> =
+        problems.iter().filter(|p| p.severity == Severity::Error).map(|p| p.file.as_path()).collect();
+    files.sort();
+    files.dedup();
+    let mut notes = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let mut names: Vec<&str> = text
+            .match_indices("${")
+            .filter_map(|(at, _)| {
+                let rest = &text[at + 2..];
+                let end = rest.find('}')?;
+                let name = &rest[..end];
+                (!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+                    .then_some(&text[at..at + 3 + end])
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        if !names.is_empty() {
+            notes.push(format!(
+                "note: {} holds placeholders never filled in ({}): a template? (`admission-gateway demo` fills config/demo/fleet.yaml's)",
+                file.display(),
+                names.join(", ")
+            ));
+        }
+    }
+    notes
 }
 
 fn counts(snapshot: &Snapshot) -> (usize, usize, usize) {

@@ -210,6 +210,22 @@ fn ip_address(value: &[u8]) -> Option<IpAddr> {
     Some(canonical_ip(IpAddr::V6(v6)))
 }
 
+/// Why a PEM bundle does not read, in words (`rustls_pki_types`' own text shows the lines it
+/// expected or refused as lists of byte values).
+pub(crate) fn pem_problem(error: &rustls_pki_types::pem::Error) -> String {
+    use rustls_pki_types::pem::Error;
+    match error {
+        Error::MissingSectionEnd { end_marker } => {
+            format!("a PEM section has no \"-----END {}-----\" line", String::from_utf8_lossy(end_marker))
+        }
+        Error::IllegalSectionStart { line } => {
+            format!("a PEM section starts with an illegal line {:?}", String::from_utf8_lossy(line))
+        }
+        Error::Base64Decode(cause) => format!("a PEM section is not valid base64: {cause}"),
+        other => other.to_string(),
+    }
+}
+
 /// Go's `net.IP` treats an IPv4-mapped IPv6 address as the IPv4 address (`Equal`, `String`).
 pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {

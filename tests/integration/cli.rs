@@ -197,3 +197,28 @@ async fn review_traces_webhooks_skipped_by_their_rules() {
     let stdout = text(&output.stdout);
     assert!(stdout.contains("skip checks/secrets.example.com: no rule matches"), "{stdout}");
 }
+
+/// The demo's fleet is a template (`${FLEET_URL}`, `${CA_BUNDLE}`): checked as it is, every
+/// webhook's URL and caBundle are refused, and a note says why, once for the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_of_a_template_says_its_placeholders_were_never_filled_in() {
+    let template = concat!(env!("CARGO_MANIFEST_DIR"), "/config/demo/fleet.yaml");
+    let output = run(&["check", "--config", template]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    let notes: Vec<&str> = stdout.lines().filter(|line| line.starts_with("note: ")).collect();
+    assert_eq!(
+        notes,
+        [format!(
+            "note: {template} holds placeholders never filled in (${{CA_BUNDLE}}, ${{FLEET_URL}}): a template? \
+             (`admission-gateway demo` fills config/demo/fleet.yaml's)"
+        )],
+        "{stdout}"
+    );
+    // A refused file without placeholders gets no note.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = crate::support::binary::write(dir.path(), "broken.yaml", "kind: Nothing\n");
+    let output = run(&["check", "--config", &plain]).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!text(&output.stdout).contains("note: "), "{}", text(&output.stdout));
+}

@@ -47,7 +47,7 @@ pub(crate) fn holds_a_certificate(pem: &[u8]) -> Result<(), String> {
     }
     let mut detail = String::from("unable to load root certificates: unable to parse bytes as PEM block");
     if let Some(e) = failure {
-        let _ = write!(detail, " ({e})");
+        let _ = write!(detail, " ({})", crate::upstream::x509::pem_problem(&e));
     }
     Err(detail)
 }

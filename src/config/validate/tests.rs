@@ -301,6 +301,12 @@ fn ca_bundle_is_decoded_as_go_decodes_it_and_must_hold_a_certificate() {
         (&STANDARD.encode(PRIVATE_KEY_PEM), NO_PEM),
         (&STANDARD.encode("-----BEGIN CERTIFICATE-----\nAgEB\n-----END CERTIFICATE-----\n"), NO_PEM),
     ];
+    // What does not read as PEM is said in words, never as a list of byte values.
+    let unterminated = STANDARD.encode("-----BEGIN CERTIFICATE-----\nAgEB\n");
+    assert_eq!(
+        super::ca_bundle::decode(&unterminated).unwrap_err(),
+        format!("{NO_PEM} (a PEM section has no \"-----END CERTIFICATE-----\" line)")
+    );
     for (encoded, want) in refused {
         let detail = super::ca_bundle::decode(encoded).unwrap_err();
         assert!(detail.starts_with(want), "{encoded:?}: {detail}");

@@ -78,6 +78,13 @@ pub(crate) struct Finding {
     pub(crate) message: String,
 }
 
+impl Finding {
+    /// An error at `field` of the object, about no webhook in particular.
+    pub(crate) fn error(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { severity: Severity::Error, webhook: None, field: field.into(), message: message.into() }
+    }
+}
+
 /// A configuration that did not load: every problem found (warnings included, for context).
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("configuration refused with {} error(s)", self.errors())]

@@ -309,16 +309,10 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
         problems.extend(validate::configuration(config).into_iter().map(problem));
         problems.extend(gateway_annotations(config).into_iter().map(problem));
         if let Some(first) = seen.insert((config.kind, config.metadata.name.clone()), source.file.clone()) {
-            problems.push(problem(super::Finding {
-                severity: Severity::Error,
-                webhook: None,
-                field: "metadata.name".into(),
-                message: format!(
-                    "Duplicate value: {:?}: also defined in {}",
-                    config.metadata.name,
-                    first.display()
-                ),
-            }));
+            problems.push(problem(super::Finding::error(
+                "metadata.name",
+                format!("Duplicate value: {:?}: also defined in {}", config.metadata.name, first.display()),
+            )));
         }
     }
     let mut seen_namespaces: HashMap<String, PathBuf> = HashMap::new();
@@ -330,16 +324,10 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
         let object = format!("Namespace {:?}", namespace.name);
         let mut findings = validate::namespace(namespace);
         if let Some(first) = seen_namespaces.insert(namespace.name.clone(), source.file.clone()) {
-            findings.push(super::Finding {
-                severity: Severity::Error,
-                webhook: None,
-                field: "metadata.name".into(),
-                message: format!(
-                    "Duplicate value: {:?}: also defined in {}",
-                    namespace.name,
-                    first.display()
-                ),
-            });
+            findings.push(super::Finding::error(
+                "metadata.name",
+                format!("Duplicate value: {:?}: also defined in {}", namespace.name, first.display()),
+            ));
         }
         problems.extend(findings.into_iter().map(|finding| Problem {
             severity: finding.severity,

@@ -4,7 +4,7 @@
 //! canary and warn modes"). Invalid values refuse the configuration like any other problem.
 
 use super::manifest::{WebhookConfiguration, WebhookKind};
-use super::{Finding, Severity};
+use super::Finding;
 
 /// Annotation on a configuration object choosing how its webhooks are run.
 pub(crate) const MODE_ANNOTATION: &str = "admission-gateway/mode";
@@ -29,11 +29,8 @@ impl Mode {
     /// The mode the annotations ask for, or every problem with them.
     pub(crate) fn of(config: &WebhookConfiguration) -> Result<Mode, Vec<Finding>> {
         let annotations = &config.metadata.annotations;
-        let error = |annotation: &str, message: String| Finding {
-            severity: Severity::Error,
-            webhook: None,
-            field: format!("metadata.annotations[{annotation}]"),
-            message,
+        let error = |annotation: &str, message: String| {
+            Finding::error(format!("metadata.annotations[{annotation}]"), message)
         };
         let mut findings = Vec::new();
         let mode = match annotations.get(MODE_ANNOTATION).map(String::as_str) {

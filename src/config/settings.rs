@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use super::equivalence::{self, CustomResource};
 use super::manifest::ObjectMeta;
-use super::{Finding, Severity};
+use super::Finding;
 
 pub(crate) const API_VERSION: &str = "admission-gateway/v1alpha1";
 pub(crate) const KIND: &str = "GatewayConfig";
@@ -163,12 +163,7 @@ impl GatewayConfig {
             Some(text) => match parse_duration(text) {
                 Ok(duration) => duration,
                 Err(message) => {
-                    findings.push(Finding {
-                        severity: Severity::Error,
-                        webhook: None,
-                        field: field.into(),
-                        message,
-                    });
+                    findings.push(Finding::error(field, message));
                     default
                 }
             },
@@ -195,27 +190,17 @@ impl GatewayConfig {
                 Ok(limit) if (1..=MAX_SHADOW_IN_FLIGHT_LIMIT).contains(&limit) => {
                     settings.shadow_in_flight_limit = limit;
                 }
-                _ => findings.push(Finding {
-                    severity: Severity::Error,
-                    webhook: None,
-                    field: "shadowInFlightLimit".into(),
-                    message: format!(
+                _ => findings.push(Finding::error("shadowInFlightLimit", format!(
                         "Invalid value: {limit}: must be between 1 and {MAX_SHADOW_IN_FLIGHT_LIMIT}, inclusive"
-                    ),
-                }),
+                    ))),
             },
         }
         if let Some(failures) = self.eject_after_failures {
             match u32::try_from(failures) {
                 Ok(failures) if failures <= MAX_EJECT_AFTER_FAILURES => settings.breaker.failures = failures,
-                _ => findings.push(Finding {
-                    severity: Severity::Error,
-                    webhook: None,
-                    field: "ejectAfterFailures".into(),
-                    message: format!(
+                _ => findings.push(Finding::error("ejectAfterFailures", format!(
                         "Invalid value: {failures}: must be between 0 (never eject) and {MAX_EJECT_AFTER_FAILURES}, inclusive"
-                    ),
-                }),
+                    ))),
             }
         }
         if let Some(text) = &self.eject_for {
@@ -223,12 +208,10 @@ impl GatewayConfig {
                 Some(nanos) if (MIN_EJECT_FOR..=MAX_EJECT_FOR).contains(&Duration::from_nanos(nanos)) => {
                     settings.breaker.eject_for = Duration::from_nanos(nanos);
                 }
-                _ => findings.push(Finding {
-                    severity: Severity::Error,
-                    webhook: None,
-                    field: "ejectFor".into(),
-                    message: format!("Invalid value: {text:?}: must be a Go duration from 1s to 5m"),
-                }),
+                _ => findings.push(Finding::error(
+                    "ejectFor",
+                    format!("Invalid value: {text:?}: must be a Go duration from 1s to 5m"),
+                )),
             }
         }
         if let Some(limit) = self.max_reviews_in_flight {
@@ -236,40 +219,28 @@ impl GatewayConfig {
                 Ok(limit) if (1..=MAX_REVIEWS_IN_FLIGHT).contains(&limit) => {
                     settings.max_reviews_in_flight = limit
                 }
-                _ => findings.push(Finding {
-                    severity: Severity::Error,
-                    webhook: None,
-                    field: "maxReviewsInFlight".into(),
-                    message: format!(
+                _ => findings.push(Finding::error(
+                    "maxReviewsInFlight",
+                    format!(
                         "Invalid value: {limit}: must be between 1 and {MAX_REVIEWS_IN_FLIGHT}, inclusive"
                     ),
-                }),
+                )),
             }
         }
         if let Some(text) = &self.max_request_bytes_in_flight {
             match parse_bytes(text) {
                 Some(bytes) if bytes >= MIN_REQUEST_BYTES_IN_FLIGHT => settings.max_request_bytes_in_flight = bytes,
-                _ => findings.push(Finding {
-                    severity: Severity::Error,
-                    webhook: None,
-                    field: "maxRequestBytesInFlight".into(),
-                    message: format!(
+                _ => findings.push(Finding::error("maxRequestBytesInFlight", format!(
                         "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 3Mi"
-                    ),
-                }),
+                    ))),
             }
         }
         if let Some(text) = &self.max_patched_object_bytes {
             match parse_bytes(text).map(|bytes| bytes as u64) {
                 Some(bytes) if PATCHED_OBJECT_BYTES.contains(&bytes) => settings.max_patched_object_bytes = bytes,
-                _ => findings.push(Finding {
-                    severity: Severity::Error,
-                    webhook: None,
-                    field: "maxPatchedObjectBytes".into(),
-                    message: format!(
+                _ => findings.push(Finding::error("maxPatchedObjectBytes", format!(
                         "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"
-                    ),
-                }),
+                    ))),
             }
         }
         findings.extend(later);
@@ -288,9 +259,7 @@ fn equivalent_resources(entries: &[EquivalentResource], findings: &mut Vec<Findi
     for (i, entry) in entries.iter().enumerate() {
         let at = format!("equivalentResources[{i}]");
         let before = findings.len();
-        let mut error = |field: String, message: String| {
-            findings.push(Finding { severity: Severity::Error, webhook: None, field, message })
-        };
+        let mut error = |field: String, message: String| findings.push(Finding::error(field, message));
         let name = |value: &str,
                     field: &str,
                     check: fn(&str) -> Option<&'static str>,

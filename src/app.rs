@@ -132,7 +132,7 @@ const ADMIN_LIMITS: server::limits::ConnectionLimits =
 pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
     // The metrics recorder, before anything records.
     crate::telemetry::recorder();
-    crate::server::metrics::count_panics();
+    crate::telemetry::count_panics();
     let live = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let metrics = Arc::new(Metrics::default());
     let (traces, exporting) = match &options.otlp_endpoint {
@@ -291,6 +291,32 @@ async fn serve_admission(
     state.ready.store(true, Ordering::SeqCst);
     tracing::info!(address = %running.address, metrics_address = %running.metrics_address, tls = options.tls.is_some(), threads, "serving");
     Ok(())
+}
+
+/// One review dispatched once against the fleet of `paths`, as the `review` command runs it:
+/// explained, within `timeout` if given, its shadow calls awaited so their results show.
+pub(crate) async fn review_once(
+    paths: &[PathBuf],
+    review: &crate::review::decode::IncomingReview,
+    endpoint: crate::endpoint::Endpoint,
+    timeout: Option<std::time::Duration>,
+) -> anyhow::Result<crate::pipeline::Outcome> {
+    use crate::pipeline::budget::Budget;
+    let clients = Arc::new(Clients::default());
+    let snapshot = load_snapshot(paths, &clients, 1).await?;
+    let budget = match timeout {
+        Some(timeout) => Budget::new(tokio::time::Instant::now(), Some(timeout), &snapshot.settings),
+        None => Budget::unlimited(&snapshot.settings),
+    };
+    let shadows = Shadows::awaited();
+    let request = crate::pipeline::Request {
+        explanation: crate::explain::Explanation::enabled(),
+        ..crate::pipeline::Request::new(&snapshot, review, endpoint, budget, &shadows)
+    };
+    let (mut outcome, running) = crate::pipeline::review(request).await;
+    // Shadow calls do not hold the answer up; here they are awaited so their results show.
+    running.finish(&mut outcome.explanation).await;
+    Ok(outcome)
 }
 
 /// Loads and compiles the configuration off the runtime's threads.

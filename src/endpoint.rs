@@ -13,6 +13,9 @@ pub(crate) enum Endpoint {
 }
 
 impl Endpoint {
+    /// Every endpoint, in declaration order (`endpoint as usize` indexes it).
+    pub(crate) const ALL: [Endpoint; 3] = [Endpoint::Mutate, Endpoint::Validate, Endpoint::Admit];
+
     /// The name in metrics' `stage` label and in reports.
     pub(crate) fn as_str(self) -> &'static str {
         match self {

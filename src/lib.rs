@@ -6,6 +6,8 @@
 //!                                                │ matching   which webhooks apply
 //!                                                │ mutate     ─▶ upstream, in order, reinvocation
 //!                                                │ validate   ─▶ upstream, concurrently
+//!                                                │ judge      each call's verdict, one place
+//!                                                └▶ observe   metrics, log line, spans
 //! config::reload ─▶ LiveSnapshot (one ArcSwap) ─▶ loaded once per review
 //! ```
 //!
@@ -22,8 +24,7 @@
 //! ```
 //!
 //! Still to separate (docs/architecture.md): `config`'s compiled `Hook` holds the upstream
-//! clients and breakers, runtime handles beside the plain configuration; `/metrics` renders
-//! part of its exposition by hand beside the recorder.
+//! clients and breakers, runtime handles beside the plain configuration.
 //!
 //! `§N` in a comment is a section of `docs/semantics.md`, the API server's dispatch semantics
 //! in our words, each section naming the upstream Kubernetes source it comes from.
@@ -31,8 +32,10 @@
 //! - `cli`: the command line and the commands (exit codes 0/1/2). `app`: the composition root.
 //! - `server`: listeners, TLS, routes, body limits, `/metrics`.
 //! - `review`: AdmissionReview wire types, decode and encode.
-//! - `pipeline`: the per-review context and deadline budget, matching, the mutating chain, the
-//!   validating fan-out, verdicts, annotations and warnings.
+//! - `pipeline`: one review in, one outcome out: the request (`pipeline.rs`), the per-review
+//!   context (`context.rs`), matching, the mutating chain, the validating fan-out, the one
+//!   judge of a call (`judge.rs`) and patch check (`patching.rs`), shadow calls, and the
+//!   observer (`observe.rs`) that turns calls and reviews into metrics, log lines and spans.
 //! - `upstream`: pooled HTTPS clients and the downstream call with its checks.
 //! - `patch`: JSON Patch with kube-apiserver's (evanphx v4) semantics.
 //! - `config`: manifests and the gateway's settings → validated, compiled `Snapshot`; hot reload.

@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -31,6 +32,12 @@ pub(crate) mod names {
     pub(crate) const INTERNAL_ERRORS: &str = "apiserver_internal_error";
 
     // The gateway's own families.
+    pub(crate) const REVIEWS: &str = "admission_gateway_reviews_total";
+    pub(crate) const BAD_REQUESTS: &str = "admission_gateway_bad_requests_total";
+    pub(crate) const CONFIG_GENERATION: &str = "admission_gateway_config_generation";
+    pub(crate) const CONFIG_WEBHOOKS: &str = "admission_gateway_config_webhooks";
+    pub(crate) const CONFIG_RELOADS: &str = "admission_gateway_config_reloads_total";
+    pub(crate) const WEBHOOK_BREAKER: &str = "admission_gateway_webhook_breaker";
     pub(crate) const WEBHOOK_DURATION: &str = "admission_gateway_webhook_duration_seconds";
     pub(crate) const REVIEW_GATEWAY_DURATION: &str = "admission_gateway_review_gateway_seconds";
     pub(crate) const WEBHOOK_EJECTIONS: &str = "admission_gateway_webhook_ejections_total";
@@ -93,12 +100,13 @@ pub(crate) fn recorder() -> &'static PrometheusHandle {
         });
         let recorder = builder.build_recorder();
         let handle = recorder.handle();
+        // Into this recorder, whatever recorder the calling thread has set for itself.
+        metrics::with_local_recorder(&recorder, describe);
         if metrics::set_global_recorder(recorder).is_err() {
             tracing::warn!(
                 "another metrics recorder is installed: /metrics will lack the per-webhook families"
             );
         }
-        describe();
         // Histogram samples are buffered raw until drained into their buckets: by a render,
         // or by this upkeep, so that without scrapes the buffer holds at most a few seconds.
         let upkeep = handle.clone();
@@ -115,7 +123,7 @@ pub(crate) fn recorder() -> &'static PrometheusHandle {
 
 /// The HELP lines of every family recorded through the facade.
 fn describe() {
-    use metrics::{describe_counter, describe_histogram, Unit};
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_histogram!(
         names::WEBHOOK_ADMISSION_DURATION,
         Unit::Seconds,
@@ -164,7 +172,7 @@ fn describe() {
         names::UPSTREAM_CONNECTIONS,
         "TCP connections to webhooks, by host:port and result (opened, failed)."
     );
-    metrics::describe_gauge!(
+    describe_gauge!(
         names::WEBHOOK_IN_FLIGHT,
         "Calls sent to a webhook and not yet answered (shadow calls included), by webhook."
     );
@@ -185,6 +193,52 @@ fn describe() {
         names::WARN_DENIALS,
         "Warn-mode denials turned into warnings, by webhook and configuration."
     );
+    describe_counter!(names::REVIEWS, "AdmissionReviews answered, by endpoint and verdict.");
+    describe_counter!(names::BAD_REQUESTS, "Requests refused before dispatch (4xx), by reason.");
+    describe_counter!(
+        names::WEBHOOK_FAILED_OPEN,
+        "Webhook calls answered by failurePolicy Ignore (call failed or no budget left), by endpoint."
+    );
+    describe_counter!(
+        names::WEBHOOK_BUDGET_EXHAUSTED,
+        "Webhooks not called because the review's deadline budget was exhausted, by endpoint."
+    );
+    describe_counter!(
+        names::PANICS,
+        "Panics caught in the process's tasks (each one a bug; the task's connection was closed)."
+    );
+    describe_counter!(
+        names::LOG_LINES_DROPPED,
+        "Log lines dropped because standard error fell behind the writer queue."
+    );
+    // Series shown at zero from the start, so that a rate over them has a beginning.
+    for endpoint in crate::endpoint::Endpoint::ALL {
+        for name in [names::WEBHOOK_FAILED_OPEN, names::WEBHOOK_BUDGET_EXHAUSTED] {
+            metrics::counter!(name, "stage" => endpoint.as_str()).absolute(0);
+        }
+    }
+}
+
+/// Panics seen by the process's panic hook ([`count_panics`]): kept here, not in the
+/// recorder, so that a panic before the recorder is installed still counts.
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts every panic (then reports it as before). A panic in a connection's task ends that
+/// task and closes its connection; the process goes on, and the counter tells someone.
+pub(crate) fn count_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::Relaxed);
+            report(info);
+        }));
+    });
+}
+
+/// Panics counted so far.
+pub(crate) fn panics() -> u64 {
+    PANICS.load(Ordering::Relaxed)
 }
 
 /// `admission_gateway_webhook_in_flight{webhook}`, from this thread's handles.

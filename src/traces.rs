@@ -1,6 +1,6 @@
 //! Distributed traces (`serve --otlp-endpoint`; docs/operations.md, "Traces"): a server span per review
-//! (`routes.rs`), a client span per webhook call (`pipeline/call.rs`, ended where the call is
-//! judged: `pipeline.rs` `explain_call`, `pipeline/shadow.rs`), W3C `traceparent` continued
+//! (`routes.rs`), a client span per webhook call (`pipeline/call.rs`, ended once the call is
+//! judged, by `pipeline/observe.rs`), W3C `traceparent` continued
 //! from the API server's request and sent on with every call (`upstream.rs`).
 //!
 //! Spans carry bounded identifiers only: never an object, a patch, a body, an answer's message

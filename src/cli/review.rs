@@ -4,21 +4,14 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::time::Instant;
 
 use super::{exit, print_structured, Output, ReviewArgs};
 use crate::endpoint::Endpoint;
-use crate::explain::Explanation;
-use crate::pipeline;
-use crate::pipeline::budget::Budget;
-use crate::pipeline::shadow::Shadows;
 use crate::report;
 use crate::review::decode;
-use crate::upstream::Clients;
 
 pub(super) async fn run(args: ReviewArgs) -> ExitCode {
     match review(args).await {
@@ -35,8 +28,6 @@ pub(super) async fn run(args: ReviewArgs) -> ExitCode {
 async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
     let file = review_file(&mut args)?;
     let timeout = args.timeout.as_deref().map(parse_timeout).transpose()?;
-    let clients = Arc::new(Clients::default());
-    let snapshot = crate::app::load_snapshot(&args.config.paths, &clients, 1).await?;
     let body = if file.as_os_str() == "-" {
         let mut body = Vec::new();
         std::io::stdin().read_to_end(&mut body).context("reading standard input")?;
@@ -46,25 +37,8 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
     };
     let review = decode::review(&body)
         .with_context(|| format!("{} is not a usable AdmissionReview", file.display()))?;
-    let budget = match timeout {
-        Some(timeout) => Budget::new(Instant::now(), Some(timeout), &snapshot.settings),
-        None => Budget::unlimited(&snapshot.settings),
-    };
     let stage = Endpoint::from(args.stage);
-    let shadows = Shadows::awaited();
-    let (mut outcome, running) = pipeline::review(
-        &snapshot,
-        None,
-        &review,
-        stage,
-        budget,
-        Explanation::enabled(),
-        &shadows,
-        crate::traces::Parent::default(),
-    )
-    .await;
-    // Shadow calls do not hold the answer up; here they are awaited so their results show.
-    running.finish(&mut outcome.explanation).await;
+    let outcome = crate::app::review_once(&args.config.paths, &review, stage, timeout).await?;
     match args.output {
         Output::Text => {
             print!("{}", report::text(stage, &review.request.uid, review.version, &outcome, true))

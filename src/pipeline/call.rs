@@ -8,11 +8,11 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::budget::{Budget, Grant};
-use super::verdict;
+use super::judge::BudgetExhausted;
+use super::{observe, verdict};
 use crate::config::compile::{Hook, SideEffects};
 use crate::review::decode::IncomingReview;
 use crate::review::{Status, WebhookResponse};
-use crate::telemetry::names;
 use crate::traces::{CallSpan, Parent};
 use crate::upstream::breaker::Transition;
 use crate::upstream::{self, CallError, Sent, CLIENT_TIMEOUT};
@@ -26,8 +26,8 @@ pub(crate) enum Attempt {
     CallError(CallError),
     /// Refused before calling, whatever the `failurePolicy` (dry run with side effects).
     Refused(Status),
-    /// Not called: the deadline budget had only this much left. Judged by `failurePolicy`.
-    OutOfBudget { left: Duration },
+    /// Not called: the deadline budget could not cover it. Judged by `failurePolicy`.
+    OutOfBudget(BudgetExhausted),
 }
 
 /// An attempt with what the trace shows of it.
@@ -82,13 +82,15 @@ pub(crate) async fn call(
     let uid = fresh_uid();
     let deadline = match budget.grant(hook.timeout, start) {
         Grant::Until(deadline) => deadline,
-        Grant::Exhausted { left } => return not_sent(Attempt::OutOfBudget { left }),
+        Grant::Exhausted { left } => {
+            return not_sent(Attempt::OutOfBudget(BudgetExhausted { left, minimum: budget.minimum_call() }))
+        }
     };
     let timeout =
         upstream::timeout_param(deadline.map_or(CLIENT_TIMEOUT, |d| d.saturating_duration_since(start)));
     let span = trace.call(hook);
     let sent = Sent { uid: &uid, version, mutating, trace: span.as_ref().map(CallSpan::headers) };
-    let _in_flight = InFlight::enter(&hook.name);
+    let _in_flight = observe::InFlight::enter(&hook.name);
     let encode = || review.request_body(version, &uid, object);
     let (http_status, result) = client.call(&hook.url, &timeout, encode, deadline, &sent).await;
     let attempt = match result {
@@ -101,39 +103,10 @@ pub(crate) async fn call(
     };
     match permit.done(hook.breaker_policy, failure) {
         Transition::None => {}
-        Transition::Ejected => {
-            metrics::counter!(names::WEBHOOK_EJECTIONS, "webhook" => hook.name.clone()).increment(1);
-            tracing::warn!(
-                webhook = %hook.name,
-                configuration = %hook.configuration,
-                reason = failure.map_or("", |e| e.reason()),
-                eject_for_ms = hook.breaker_policy.eject_for.as_millis() as u64,
-                "webhook ejected: failing fast by its failurePolicy until a probe gets an answer"
-            );
-        }
-        Transition::Closed => {
-            tracing::info!(webhook = %hook.name, configuration = %hook.configuration, "webhook back: the probe got an answer")
-        }
+        Transition::Ejected => observe::ejected(hook, failure),
+        Transition::Closed => observe::back(hook),
     }
     Called { attempt, timeout: Some(timeout), latency: start.elapsed(), http_status, span }
-}
-
-/// `admission_gateway_webhook_in_flight{webhook}`: calls sent and not yet answered, held by a
-/// guard so a call dropped half-way (its review abandoned) is taken off as well.
-struct InFlight(metrics::Gauge);
-
-impl InFlight {
-    fn enter(webhook: &str) -> Self {
-        let gauge = crate::telemetry::in_flight(webhook);
-        gauge.increment(1.0);
-        InFlight(gauge)
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.decrement(1.0);
-    }
 }
 
 /// A fresh version-4 uid for one call: the API server gives every webhook call its own

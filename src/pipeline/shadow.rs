@@ -21,17 +21,19 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::budget::Budget;
-use super::call::{self, Attempt};
+use super::call;
+use super::context::Review;
+use super::judge::{Failure, Verdict};
+use super::modes::ShadowMode;
 use super::object::ObjectState;
-use super::Review;
+use super::observe;
+use super::outcome::CallOutcome;
+use super::patching::{self, PatchFailure};
 use crate::config::compile::Hook;
-use crate::config::mode::Mode;
 use crate::explain::{Explanation, Phase, Step};
 use crate::review::decode::IncomingReview;
-use crate::review::{Operation, WebhookResponse};
-use crate::telemetry::names;
-use crate::traces::{CallEnd, Parent};
-use crate::upstream::CallError;
+use crate::review::WebhookResponse;
+use crate::traces::Parent;
 
 /// How long a finished shadow call waits for the review's decision: the review is bounded by
 /// the caller's timeout (at most an hour, `budget.rs`), this by a few minutes more than any
@@ -61,74 +63,6 @@ impl Shadows {
     pub(crate) fn awaited() -> Self {
         Self { stop: None, collect: true }
     }
-}
-
-/// How one matched webhook is run for one request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CallMode {
-    Enforce,
-    /// A denial is returned as a warning.
-    Warn,
-    /// A canary webhook enforced for this request.
-    Canary,
-    /// Called off the critical path (mode shadow, or a canary not enforced this time).
-    Shadow(ShadowMode),
-}
-
-impl CallMode {
-    /// `hook`'s mode for `request`; a canary is enforced for a stable share of objects.
-    pub(crate) fn of(hook: &Hook, request: &IncomingReview) -> Self {
-        match hook.mode {
-            Mode::Enforce => Self::Enforce,
-            Mode::Warn => Self::Warn,
-            Mode::Shadow => Self::Shadow(ShadowMode::Shadow),
-            Mode::Canary(percent) if canary_bucket(&hook.configuration, request) < u64::from(percent) => {
-                Self::Canary
-            }
-            Mode::Canary(_) => Self::Shadow(ShadowMode::Canary),
-        }
-    }
-
-    /// The `mode` label of logs and metrics.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Enforce => "enforce",
-            Self::Warn => "warn",
-            Self::Canary => "canary",
-            Self::Shadow(mode) => mode.as_str(),
-        }
-    }
-}
-
-/// Why a webhook is called in shadow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ShadowMode {
-    Shadow,
-    Canary,
-}
-
-impl ShadowMode {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Shadow => "shadow",
-            Self::Canary => "canary",
-        }
-    }
-}
-
-/// The canary bucket, 0–99, of the request's object for one configuration: FNV-1a of the
-/// configuration name and `namespace/name` (the request uid for a CREATE whose name the API
-/// server has yet to generate), so the same object always lands on the same side.
-pub(crate) fn canary_bucket(configuration: &str, request: &IncomingReview) -> u64 {
-    let r = &request.request;
-    let key = if r.name.is_empty() && request.operation() == Operation::Create {
-        r.uid.value.clone()
-    } else {
-        format!("{}/{}", r.namespace, r.name)
-    };
-    let bytes = configuration.bytes().chain([0]).chain(key.bytes());
-    bytes.fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
-        % 100
 }
 
 /// The shadow calls one review started.
@@ -194,7 +128,8 @@ pub(crate) enum Disagreement {
 }
 
 impl ShadowResult {
-    fn labels(self) -> (&'static str, &'static str) {
+    /// The `result` and `disagreement` labels of its metric.
+    pub(crate) fn labels(self) -> (&'static str, &'static str) {
         match self {
             Self::Agree => ("agree", ""),
             Self::Disagree(Disagreement::Deny) => ("disagree", "would_deny"),
@@ -239,43 +174,6 @@ impl fmt::Display for ShadowReport {
     }
 }
 
-impl ShadowReport {
-    /// Counts the result and logs a disagreement (names, uid, words and paths only).
-    fn emit(&self, uid: &str) {
-        let uid = crate::logging::Untrusted(uid);
-        let (result, disagreement) = self.result.labels();
-        metrics::counter!(
-            names::SHADOW_RESULTS,
-            "webhook" => self.hook.name.clone(),
-            "configuration" => self.hook.configuration.clone(),
-            "type" => match self.phase { Phase::Mutating => "admit", Phase::Validating => "validating" },
-            "mode" => self.mode.as_str(),
-            "result" => result,
-            "disagreement" => disagreement,
-        )
-        .increment(1);
-        match self.result {
-            ShadowResult::Disagree(_) => tracing::info!(
-                webhook = %self.hook.name,
-                configuration = %self.hook.configuration,
-                %uid,
-                mode = self.mode.as_str(),
-                result,
-                kind = disagreement,
-                paths = ?self.paths,
-                "shadow webhook disagrees with the decision"
-            ),
-            ShadowResult::Error(reason) => tracing::debug!(
-                webhook = %self.hook.name, %uid, mode = self.mode.as_str(), reason, "shadow webhook call failed"
-            ),
-            ShadowResult::Dropped => tracing::debug!(
-                webhook = %self.hook.name, %uid, mode = self.mode.as_str(), "shadow call dropped: in-flight limit reached"
-            ),
-            ShadowResult::Agree => {}
-        }
-    }
-}
-
 /// Starts `hook`'s shadow call at this point of the review: matched as if enforced (a
 /// matching error only makes the shadow result an error), then spawned with the object as it
 /// stands, unless the webhook has no permit left.
@@ -300,13 +198,13 @@ pub(crate) async fn start(
         Ok(Some(skip)) => return review.skipped(hook, phase, round, &skip),
         Err(status) => {
             let report = report(ShadowResult::Error("match_error"), status.message.unwrap_or_default());
-            report.emit(uid);
+            observe::shadow(&report, uid);
             return record(&mut review.explanation, &report, round);
         }
     }
     let Ok(permit) = hook.shadow_slots.clone().try_acquire_owned() else {
         let report = report(ShadowResult::Dropped, String::new());
-        report.emit(uid);
+        observe::shadow(&report, uid);
         return record(&mut review.explanation, &report, round);
     };
     let request = review.shadow.request.get_or_insert_with(|| Arc::new(review.request.clone())).clone();
@@ -390,15 +288,6 @@ struct ShadowCall {
     trace: Parent,
 }
 
-/// What the shadow webhook said, before comparing.
-enum Said {
-    Allowed,
-    Denied,
-    /// A mutating webhook's patch would change the object: the paths it writes.
-    Mutates(Vec<String>),
-    Failed(&'static str),
-}
-
 impl ShadowCall {
     async fn run(self) -> ShadowReport {
         let mutating = self.phase == Phase::Mutating;
@@ -412,44 +301,53 @@ impl ShadowCall {
             &self.trace,
         )
         .await;
-        let (said, detail) = match &called.attempt {
-            Attempt::Answered(response) if !response.allowed => {
-                let status = super::verdict::rejection(&self.hook.name, response.status.as_ref());
-                (Said::Denied, format!("denied: {}", status.message.unwrap_or_default()))
+        let (said, mutates, detail) = match called.attempt.verdict(&self.hook) {
+            Verdict::Denied(_, status) => {
+                let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0);
+                (
+                    CallOutcome::Denied { code },
+                    None,
+                    format!("denied: {}", status.message.unwrap_or_default()),
+                )
             }
-            Attempt::Answered(response) if mutating => {
+            Verdict::Allowed(response) if mutating => {
                 let deadline = self.hook.timeout.map(|timeout| began + timeout);
-                match would_mutate(response, self.object.as_deref(), self.object_limit, deadline).await {
-                    Ok(Some(paths)) => {
-                        (Said::Mutates(paths), "allowed, with a patch that changes the object".into())
+                match would_mutate(
+                    &self.hook.name,
+                    response,
+                    self.object.as_deref(),
+                    self.object_limit,
+                    deadline,
+                )
+                .await
+                {
+                    Ok(Some(paths)) => (
+                        CallOutcome::Allowed { mutated: true },
+                        Some(paths),
+                        "allowed, with a patch that changes the object".into(),
+                    ),
+                    Ok(None) => {
+                        (CallOutcome::Allowed { mutated: false }, None, "allowed, object unchanged".into())
                     }
-                    Ok(None) => (Said::Allowed, "allowed, object unchanged".into()),
-                    Err((reason, why)) => (Said::Failed(reason), why),
+                    Err(failure) => (failed(&failure), None, failure.to_string()),
                 }
             }
-            Attempt::Answered(_) => (Said::Allowed, "allowed".into()),
-            Attempt::CallError(error) => (Said::Failed(error.reason()), error.to_string()),
-            Attempt::Refused(status) => {
-                (Said::Failed("dry_run_refused"), status.message.clone().unwrap_or_default())
+            Verdict::Allowed(_) => (CallOutcome::Allowed { mutated: false }, None, "allowed".into()),
+            Verdict::Failed(cause) => (failed(cause), None, cause.to_string()),
+            Verdict::OutOfBudget(cause) => (failed(cause), None, String::new()),
+            Verdict::Refused(status) => {
+                (CallOutcome::DryRunRefused, None, status.message.clone().unwrap_or_default())
             }
-            Attempt::OutOfBudget { .. } => (Said::Failed("budget_exhausted"), String::new()),
         };
-        if let Some(span) = called.span.take() {
-            let (outcome, error) = match said {
-                Said::Allowed | Said::Mutates(_) => ("allowed", None),
-                Said::Denied => ("denied", None),
-                Said::Failed(reason) => ("error", Some(reason)),
-            };
-            let mode = self.mode.as_str();
-            span.end(CallEnd { round: 0, mode, outcome, error, http_status: called.http_status });
-        }
-        let (result, paths) = match said {
-            Said::Failed(reason) => (ShadowResult::Error(reason), Vec::new()),
-            Said::Mutates(paths) => (ShadowResult::Disagree(Disagreement::Mutate), paths),
+        observe::shadow_call_ended(called.span.take(), &said, self.mode, called.http_status);
+        let (result, paths) = match (said, mutates) {
+            (CallOutcome::Error { reason, .. }, _) => (ShadowResult::Error(reason), Vec::new()),
+            (CallOutcome::DryRunRefused, _) => (ShadowResult::Error("dry_run_refused"), Vec::new()),
+            (_, Some(paths)) => (ShadowResult::Disagree(Disagreement::Mutate), paths),
             // A mutating webhook that allows without changing anything has no say in the decision.
-            Said::Allowed if mutating => (ShadowResult::Agree, Vec::new()),
-            Said::Allowed | Said::Denied => {
-                let denied = matches!(said, Said::Denied);
+            (CallOutcome::Allowed { .. }, None) if mutating => (ShadowResult::Agree, Vec::new()),
+            (said, None) => {
+                let denied = matches!(said, CallOutcome::Denied { .. });
                 match tokio::time::timeout(DECISION_WAIT, self.decided).await {
                     Ok(Ok(allowed)) if allowed != denied => (ShadowResult::Agree, Vec::new()),
                     Ok(Ok(_)) if denied => (ShadowResult::Disagree(Disagreement::Deny), Vec::new()),
@@ -461,42 +359,29 @@ impl ShadowCall {
         };
         let report =
             ShadowReport { hook: self.hook, phase: self.phase, mode: self.mode, result, paths, detail };
-        report.emit(&self.request.request.uid);
+        observe::shadow(&report, &self.request.request.uid);
         report
     }
 }
 
-/// Whether an allowing mutating webhook's patch would have changed `object`, judged as the
-/// chain judges it (`mutate.rs`, §10.3): `Ok(Some(paths))` if it would. `Err`: a patch the
-/// chain would have failed on, with its bounded reason and words.
+/// A shadow call's failure as a call outcome: never failed open, as it decides nothing.
+fn failed(cause: &dyn Failure) -> CallOutcome {
+    CallOutcome::Error { reason: cause.reason(), code: cause.code(), failed_open: false }
+}
+
+/// Whether an allowing mutating webhook's patch would have changed `object`, judged by the
+/// chain's own patch check (`patching.rs`): `Ok(Some(paths))` if it would. `Err`: a patch
+/// the chain would have failed on.
 async fn would_mutate(
+    webhook: &str,
     response: &WebhookResponse,
     object: Option<&RawValue>,
     object_limit: u64,
     deadline: Option<tokio::time::Instant>,
-) -> Result<Option<Vec<String>>, (&'static str, String)> {
-    let Some(bytes) = response.patch.as_deref().filter(|p| !p.is_empty()) else {
-        return Ok(None);
-    };
-    let patch = super::mutate::decode_patch(bytes, deadline).await.map_err(|undecoded| match undecoded {
-        super::mutate::Undecoded::Invalid(e) => {
-            let error = CallError::UndecodablePatch(e);
-            (error.reason(), error.to_string())
-        }
-        super::mutate::Undecoded::OutOfTime => ("patch_out_of_time", undecoded.to_string()),
-    })?;
-    if patch.is_empty() {
-        return Ok(None);
-    }
+) -> Result<Option<Vec<String>>, PatchFailure> {
     let mut state = ObjectState::new(object, None).limited_to(object_limit);
-    if state.is_null() {
-        return Err(("patch_failed", "a patch for an operation without an object".into()));
-    }
-    if response.patch_type.as_deref() != Some("JSONPatch") {
-        return Err(("unsupported_patch_type", "unsupported patch type".into()));
-    }
-    match state.apply(&patch, deadline).await {
-        Ok(true) => Ok(Some(
+    match patching::apply(webhook, response, &mut state, deadline).await? {
+        Some((patch, true)) => Ok(Some(
             patch
                 .written_paths()
                 .into_iter()
@@ -504,52 +389,13 @@ async fn would_mutate(
                 .map(|path| path.chars().take(MAX_PATH_LEN).collect())
                 .collect(),
         )),
-        Ok(false) => Ok(None),
-        Err(error @ super::object::PatchError::OutOfTime { .. }) => {
-            Err(("patch_out_of_time", error.to_string()))
-        }
-        Err(error) => Err(("patch_failed", error.to_string())),
+        Some((_, false)) | None => Ok(None),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn review(operation: &str, namespace: &str, name: &str, uid: &str) -> IncomingReview {
-        let body = serde_json::json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": uid, "operation": operation, "namespace": namespace, "name": name,
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "userInfo": {"username": "alice"},
-            },
-        });
-        crate::review::decode::review(body.to_string().as_bytes()).unwrap()
-    }
-
-    #[test]
-    fn canary_buckets_are_stable_per_object_and_spread_over_objects() {
-        let bucket = |configuration: &str, name: &str, uid: &str| {
-            canary_bucket(configuration, &review("UPDATE", "default", name, uid))
-        };
-        // The same object lands in the same bucket whatever the request.
-        assert_eq!(bucket("fleet", "web-1", "u1"), bucket("fleet", "web-1", "u2"));
-        // A CREATE without a name (generateName) is placed by its uid.
-        let unnamed = |uid: &str| canary_bucket("fleet", &review("CREATE", "default", "", uid));
-        assert_eq!(unnamed("u1"), unnamed("u1"));
-        let spread: std::collections::HashSet<u64> = (0..200).map(|i| unnamed(&format!("uid-{i}"))).collect();
-        assert!(spread.len() > 50, "{spread:?}");
-        // Over many objects, a quarter of the buckets are below 25.
-        let below = (0..1000).filter(|i| bucket("fleet", &format!("web-{i}"), "u") < 25).count();
-        assert!((180..=320).contains(&below), "{below}");
-        // Another configuration splits the same objects differently.
-        let differ = (0..100)
-            .filter(|i| bucket("a", &format!("w{i}"), "u") != bucket("b", &format!("w{i}"), "u"))
-            .count();
-        assert!(differ > 50, "{differ}");
-    }
 
     #[tokio::test]
     async fn a_would_be_mutation_is_judged_as_the_chain_judges_it() {
@@ -561,29 +407,38 @@ mod tests {
             ..WebhookResponse::default()
         };
         let changing = r#"[{"op":"add","path":"/metadata/labels/b","value":"secret"},{"op":"test","path":"/metadata","value":{}}]"#;
-        let result = would_mutate(&response(changing), Some(&object), 1 << 20, None).await;
-        assert!(matches!(result, Err(("patch_failed", _))), "the test operation fails: {result:?}");
+        let result = would_mutate("shadow", &response(changing), Some(&object), 1 << 20, None).await;
+        assert!(matches!(result, Err(PatchFailure::Internal(_))), "the test operation fails: {result:?}");
         let changing = r#"[{"op":"add","path":"/metadata/labels/b","value":"secret"}]"#;
         assert_eq!(
-            would_mutate(&response(changing), Some(&object), 1 << 20, None).await,
-            Ok(Some(vec!["/metadata/labels/b".to_owned()]))
+            would_mutate("shadow", &response(changing), Some(&object), 1 << 20, None).await.unwrap(),
+            Some(vec!["/metadata/labels/b".to_owned()])
         );
         let same = r#"[{"op":"replace","path":"/metadata/labels/a","value":"1"}]"#;
-        assert_eq!(would_mutate(&response(same), Some(&object), 1 << 20, None).await, Ok(None));
-        assert_eq!(would_mutate(&response("[]"), Some(&object), 1 << 20, None).await, Ok(None));
-        assert!(matches!(
-            would_mutate(&response("{"), Some(&object), 1 << 20, None).await,
-            Err(("undecodable_patch", _))
-        ));
+        assert_eq!(
+            would_mutate("shadow", &response(same), Some(&object), 1 << 20, None).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            would_mutate("shadow", &response("[]"), Some(&object), 1 << 20, None).await.unwrap(),
+            None
+        );
+        let undecodable = would_mutate("shadow", &response("{"), Some(&object), 1 << 20, None).await;
+        assert_eq!(undecodable.unwrap_err().reason(), "undecodable_patch");
+        let yaml = WebhookResponse { patch_type: Some("JSONMergePatch".into()), ..response(changing) };
+        let unsupported = would_mutate("shadow", &yaml, Some(&object), 1 << 20, None).await;
+        assert_eq!(unsupported.unwrap_err().reason(), "unsupported_patch_type");
+        let no_object = would_mutate("shadow", &response(changing), None, 1 << 20, None).await;
+        assert!(matches!(no_object, Err(PatchFailure::Internal(_))), "{no_object:?}");
         // maxPatchedObjectBytes, as the enforced chain applies it.
         let growing = format!(r#"[{{"op":"add","path":"/metadata/labels/b","value":"{}"}}]"#, "x".repeat(64));
-        assert_eq!(
-            would_mutate(&response(&growing), Some(&object), 1 << 20, None).await.map(|p| p.is_some()),
-            Ok(true)
-        );
-        let result = would_mutate(&response(&growing), Some(&object), 64, None).await;
+        assert!(would_mutate("shadow", &response(&growing), Some(&object), 1 << 20, None)
+            .await
+            .unwrap()
+            .is_some());
+        let result = would_mutate("shadow", &response(&growing), Some(&object), 64, None).await;
         assert!(
-            matches!(&result, Err(("patch_failed", why)) if why.contains("maxPatchedObjectBytes")),
+            matches!(&result, Err(failure @ PatchFailure::Internal(_)) if failure.to_string().contains("maxPatchedObjectBytes")),
             "{result:?}"
         );
     }

@@ -8,21 +8,18 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 
-use super::call::{self, Attempt};
+use super::call;
+use super::context::Review;
+use super::judge::Turn;
 use super::matching;
-use super::shadow::{self, CallMode};
+use super::modes::CallMode;
+use super::shadow;
 use super::verdict::{self, Judgement};
-use super::{Judged, Mutation, Review};
 use crate::config::compile::Hook;
-use crate::config::mode::Mode;
 use crate::explain::{Phase, Step};
 use crate::review::Status;
-use crate::telemetry::names;
 
 const PHASE: Phase = Phase::Validating;
-
-/// Prefixed to a warn-mode webhook's denial returned as a warning.
-pub(crate) const WARN_MODE_PREFIX: &str = "admission-gateway warn mode: ";
 
 pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     if let Some(reason) = matching::exempt(review.request) {
@@ -55,45 +52,13 @@ pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
     let mut failures = Vec::new();
     // `index` is the position among the matching webhooks (§12.4).
     for (index, (hook, mut called)) in matched.iter().zip(results).enumerate() {
-        let judged = match &mut called.attempt {
-            Attempt::Refused(status) => Judged::dry_run_refused(status.clone()),
-            Attempt::OutOfBudget { left } => review.out_of_budget(hook, PHASE, 0, index, *left),
-            Attempt::CallError(error) => review.failed(hook, PHASE, 0, index, error),
-            Attempt::Answered(response) => {
-                review.keep_records(hook, response);
-                if response.allowed {
-                    Judged::allowed()
-                } else if hook.mode == Mode::Warn {
-                    review.warn_mode_denial(hook, verdict::rejection(&hook.name, response.status.as_ref()))
-                } else {
-                    Judged::denied(verdict::rejection(&hook.name, response.status.as_ref()))
-                }
-            }
-        };
-        if let Judgement::Fail(status) =
-            review.explain_call(hook, PHASE, 0, &mut called, judged, Mutation::default())
-        {
+        let turn = Turn { phase: PHASE, round: 0, index };
+        if let (Judgement::Fail(status), _) = review.judge(hook, turn, &mut called).await {
             failures.push(status);
         }
     }
     match verdict::several(failures) {
         Some(status) => Err(status),
         None => Ok(()),
-    }
-}
-
-impl Review<'_> {
-    /// A warn-mode webhook denied: its denial, in the API server's words, becomes a warning
-    /// returned to the user, and the request goes on (docs/configuration.md, "Shadow, canary and warn modes").
-    fn warn_mode_denial(&mut self, hook: &Hook, status: Status) -> Judged {
-        let message = status.message.as_deref().unwrap_or_default();
-        self.records.warn(Some(vec![format!("{WARN_MODE_PREFIX}{message}")]));
-        metrics::counter!(
-            names::WARN_DENIALS,
-            "webhook" => hook.name.clone(),
-            "configuration" => hook.configuration.clone(),
-        )
-        .increment(1);
-        Judged::warned(status)
     }
 }

@@ -11,13 +11,13 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use super::body::{self, ReadError, MAX_REVIEW_BYTES};
-use super::metrics::webhooks;
 use super::{ExplainedReview, State};
 use crate::endpoint::Endpoint;
 use crate::explain::Explanation;
-use crate::logging::{ReviewAnswered, ReviewLog, Untrusted};
-use crate::pipeline;
+use crate::logging::{ReviewLog, Untrusted};
 use crate::pipeline::budget::Budget;
+use crate::pipeline::observe::{self, Abandoned};
+use crate::pipeline::{self, Request as Dispatch};
 use crate::review::{decode, encode};
 
 /// Which of the two listeners a request arrived on.
@@ -84,9 +84,7 @@ async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> R
     let mut span = state.traces.as_ref().map(|traces| traces.review(request.headers(), stage));
     let timeout = match body::caller_timeout(request.uri().query()) {
         Ok(timeout) => timeout,
-        Err(message) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message, span)
-        }
+        Err(message) => return reject(stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message, span),
     };
     let declared = request
         .headers()
@@ -105,81 +103,51 @@ async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> R
     );
     let _admitted = match admitted {
         Ok(admitted) => admitted,
-        Err(overload) => return overloaded(state, stage, &overload, span),
+        Err(overload) => return overloaded(stage, &overload, span),
     };
     let body = match body::read_capped(request.into_body(), declared).await {
         Ok(body) => body,
         Err(ReadError::TooLarge) => {
             let message = format!("request body is larger than {MAX_REVIEW_BYTES} bytes");
-            return reject(state, stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message, span);
+            return reject(stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message, span);
         }
         Err(ReadError::Unreadable(message)) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, "unreadable_body", &message, span);
+            return reject(stage, StatusCode::BAD_REQUEST, "unreadable_body", &message, span);
         }
     };
     let review = match decode::review(&body) {
         Ok(review) => review,
         Err(error) => {
-            return reject(state, stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
+            return reject(stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
         }
     };
     drop(body);
-    let abandoned = webhooks::Abandoned::armed();
+    let abandoned = Abandoned::armed();
     let budget = Budget::new(received, timeout, &snapshot.settings);
     let request = &review.request;
-    let resource = review.resource();
     // Lines written while the review is judged carry its uid (`logging/review.rs`).
     let review_log = ReviewLog::new(&request.uid, stage.as_str(), snapshot.generation);
     if let Some(span) = &mut span {
         span.request(&review);
     }
-    let trace = span.as_ref().map(|span| span.parent().clone()).unwrap_or_default();
-    let explanation =
-        if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() };
+    let dispatch = Dispatch {
+        cluster: state.cluster.get().map(|c| &**c),
+        explanation: if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() },
+        trace: span.as_ref().map(|span| span.parent().clone()).unwrap_or_default(),
+        ..Dispatch::new(&snapshot, &review, stage, budget, &state.shadows)
+    };
     // Shadow calls still running go on by themselves (`pipeline/shadow.rs`). The pipeline's
     // future (kilobytes) is boxed: hyper keeps room for the route's future in every
     // connection, idle ones included, and moves it in; this one is then a pointer.
-    let (outcome, _) = review_log
-        .scope(Box::pin(pipeline::review(
-            &snapshot,
-            state.cluster.get().map(|c| &**c),
-            &review,
-            stage,
-            budget,
-            explanation,
-            &state.shadows,
-            trace,
-        )))
-        .await;
+    let (outcome, _) = review_log.scope(Box::pin(pipeline::review(dispatch))).await;
     let answer = &outcome.answer;
-    let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
     if let Some(span) = span {
+        let code = answer.status.as_ref().and_then(|s| s.code).unwrap_or(200);
         span.answered(answer.allowed, u16::try_from(code).unwrap_or(0));
     }
-    state.metrics.review(stage, &outcome);
-    let elapsed = received.elapsed();
-    let in_gateway = webhooks::record(&outcome, review.operation().as_str(), elapsed);
+    // Its metrics and its one log line (`pipeline/observe.rs`).
+    observe::answered(&outcome, &review, stage, received.elapsed());
     abandoned.answered();
-    // The review's one line (`logging/answered.rs`): request values through `Untrusted`, never
-    // an object.
-    ReviewAnswered {
-        uid: &request.uid,
-        stage: stage.as_str(),
-        operation: review.operation().as_str(),
-        group: &resource.group,
-        version: &resource.version,
-        resource: &resource.resource,
-        subresource: &request.sub_resource,
-        namespace: &request.namespace,
-        name: &request.name,
-        allowed: answer.allowed,
-        code,
-        mutated: answer.patch.is_some(),
-        total: elapsed,
-        gateway: in_gateway,
-        webhooks: &pipeline::CallRecords(&outcome.calls),
-    }
-    .log();
     let body = encode::answer(review.version, &request.uid, answer);
     if let Some(explained) = &state.explained {
         let _ = explained.send(ExplainedReview { stage, uid: request.uid.value.clone(), outcome });
@@ -243,7 +211,6 @@ fn ejected_webhooks(snapshot: &crate::config::Snapshot) -> String {
 /// 429 with `Retry-After: 1`: counted, logged at debug only (a flood of them must not
 /// become a flood of log lines).
 fn overloaded(
-    state: &State,
     stage: Endpoint,
     overload: &super::limits::Overload,
     span: Option<crate::traces::ReviewSpan>,
@@ -252,14 +219,13 @@ fn overloaded(
         span.refused(StatusCode::TOO_MANY_REQUESTS.as_u16(), overload.reason());
     }
     tracing::debug!(stage = stage.as_str(), reason = overload.reason(), "review refused: overloaded");
-    state.metrics.bad_request(stage, overload.reason());
+    observe::refused(stage, overload.reason());
     let mut response = text(StatusCode::TOO_MANY_REQUESTS, &overload.message());
     response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     response
 }
 
 fn reject(
-    state: &State,
     stage: Endpoint,
     code: StatusCode,
     reason: &'static str,
@@ -276,7 +242,7 @@ fn reject(
         "bad admission request: {}",
         Untrusted(message)
     );
-    state.metrics.bad_request(stage, reason);
+    observe::refused(stage, reason);
     text(code, message)
 }
 

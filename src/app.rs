@@ -210,9 +210,9 @@ async fn serve_admission(
         }
         let _ = state.cluster.set(cluster);
     }
-    // Before the first upstream client is built: each keeps a pool per serving thread.
-    let threads = crate::lanes::plan(options.threads);
-    let clients = Arc::new(Clients::default());
+    // Each upstream client keeps a pool of connections per serving thread.
+    let threads = options.threads.max(1);
+    let clients = Arc::new(Clients::for_threads(threads));
     let snapshot = match load_inputs(&inputs, &clients, 1).await? {
         Ok(snapshot) => snapshot,
         Err(error) => {

@@ -121,7 +121,7 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         println!("POST /admit {name} → HTTP {status}");
         if let Some(review) = reviews.recv().await {
             let version = decode::review(sample.as_bytes())?.version;
-            println!("{}", report::text(review.stage, &review.uid, version, &review.outcome, false));
+            println!("{}", report::text(review.endpoint, &review.uid, version, &review.outcome, false));
         }
     }
     if args.once {
@@ -135,7 +135,7 @@ async fn demo(args: &DemoArgs, directory: &Path) -> anyhow::Result<()> {
         running.address
     );
     while let Some(review) = reviews.recv().await {
-        println!("{}", report::text(review.stage, &review.uid, ReviewVersion::V1, &review.outcome, false));
+        println!("{}", report::text(review.endpoint, &review.uid, ReviewVersion::V1, &review.outcome, false));
     }
     running.shutdown().await;
     Ok(())

@@ -12,7 +12,7 @@ use crate::review::{encode, ReviewVersion};
 
 /// For people. `full` adds the final object and the response.
 pub(crate) fn text(
-    stage: Endpoint,
+    endpoint: Endpoint,
     uid: &str,
     version: ReviewVersion,
     outcome: &Outcome,
@@ -20,7 +20,7 @@ pub(crate) fn text(
 ) -> String {
     let mut out = String::new();
     let verdict = if outcome.answer.allowed { "allowed" } else { "denied" };
-    let _ = writeln!(out, "== /{} {uid}: {verdict}", stage.as_str());
+    let _ = writeln!(out, "== /{} {uid}: {verdict}", endpoint.as_str());
     if let Some(status) = &outcome.answer.status {
         let code = status.code.unwrap_or_default();
         let _ = writeln!(out, "   {code} {}", status.message.as_deref().unwrap_or_default());
@@ -61,11 +61,11 @@ pub(crate) fn text(
 }
 
 /// For programs (`-o json|yaml`): the same content as [`text`] with `full`.
-pub(crate) fn structured(stage: Endpoint, uid: &str, version: ReviewVersion, outcome: &Outcome) -> Value {
+pub(crate) fn structured(endpoint: Endpoint, uid: &str, version: ReviewVersion, outcome: &Outcome) -> Value {
     let answer = &outcome.answer;
     let patch = answer.patch.as_deref().and_then(|p| serde_json::from_slice::<Value>(p).ok());
     json!({
-        "stage": stage.as_str(),
+        "stage": endpoint.as_str(),
         "uid": uid,
         "allowed": answer.allowed,
         "status": answer.status,

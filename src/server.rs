@@ -40,7 +40,7 @@ pub(crate) const DEFAULT_IN_FLIGHT_GRACE: Duration = Duration::from_secs(30);
 /// A review seen by the server with its explanation, for the demo's printed reports.
 #[derive(Debug)]
 pub(crate) struct ExplainedReview {
-    pub(crate) stage: Endpoint,
+    pub(crate) endpoint: Endpoint,
     pub(crate) uid: String,
     pub(crate) outcome: pipeline::Outcome,
 }

@@ -194,7 +194,6 @@ fn describe() {
         "Warn-mode denials turned into warnings, by webhook and configuration."
     );
     describe_counter!(names::REVIEWS, "AdmissionReviews answered, by endpoint and verdict.");
-    describe_counter!(names::BAD_REQUESTS, "Requests refused before dispatch (4xx), by reason.");
     describe_counter!(
         names::WEBHOOK_FAILED_OPEN,
         "Webhook calls answered by failurePolicy Ignore (call failed or no budget left), by endpoint."

@@ -63,8 +63,8 @@ impl Traces {
 
     /// The server span of one review at `stage`'s endpoint: the child of the caller's
     /// `traceparent` if it sent one, else the root of a new trace.
-    pub(crate) fn review(&self, headers: &HeaderMap, stage: Endpoint) -> ReviewSpan {
-        let (name, path) = match stage {
+    pub(crate) fn review(&self, headers: &HeaderMap, endpoint: Endpoint) -> ReviewSpan {
+        let (name, path) = match endpoint {
             Endpoint::Mutate => ("POST /mutate", "/mutate"),
             Endpoint::Validate => ("POST /validate", "/validate"),
             Endpoint::Admit => ("POST /admit", "/admit"),
@@ -78,7 +78,7 @@ impl Traces {
             .with_attributes([
                 KeyValue::new("http.request.method", "POST"),
                 KeyValue::new("url.path", path),
-                KeyValue::new("admission.stage", stage.as_str()),
+                KeyValue::new("admission.stage", endpoint.as_str()),
             ])
             .start_with_context(&self.tracer, &incoming);
         let parent = Context::new().with_remote_span_context(span.span_context().clone());

@@ -106,9 +106,18 @@ pub(crate) struct Clients {
     by_ca_bundle: Mutex<HashMap<Option<Vec<u8>>, Client>>,
     /// Each webhook's breaker (fast failure), kept across reloads like the clients.
     pub(crate) breakers: breaker::Breakers,
+    /// The serving threads each client keeps a pool of connections for (`lanes.rs`); 0 for a
+    /// one-off command, whose calls run on no serving thread.
+    serving_threads: usize,
 }
 
 impl Clients {
+    /// Clients for a server of `serving_threads` threads: each keeps a pool per serving thread,
+    /// and one for every other thread.
+    pub(crate) fn for_threads(serving_threads: usize) -> Self {
+        Clients { serving_threads, ..Clients::default() }
+    }
+
     /// The client for this CA bundle, built on first use.
     pub(crate) fn client(&self, ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         let key = ca_bundle.map(<[u8]>::to_vec);
@@ -116,7 +125,7 @@ impl Clients {
         if let Some(client) = cache.get(&key) {
             return Ok(client.clone());
         }
-        let client = build_client(ca_bundle)?;
+        let client = build_client(ca_bundle, self.serving_threads + 1)?;
         cache.insert(key, client.clone());
         Ok(client)
     }
@@ -130,7 +139,8 @@ struct Roots {
     certificates: Arc<HashSet<Vec<u8>>>,
 }
 
-fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
+/// A client with `pools` pools of connections: one per serving thread, and one for the rest.
+fn build_client(ca_bundle: Option<&[u8]>, pools: usize) -> Result<Client, String> {
     let roots = match ca_bundle {
         // A CA bundle replaces the system trust store (§7.1).
         Some(pem) => {
@@ -175,7 +185,6 @@ fn build_client(ca_bundle: Option<&[u8]>) -> Result<Client, String> {
         .https_only()
         .enable_all_versions()
         .wrap_connector(http);
-    let pools = crate::lanes::pools();
     // Lane 0 (any other thread) is rarely used: the serving threads share the budget.
     let idle_per_pool = POOL_MAX_IDLE_PER_HOST.div_ceil((pools - 1).max(1));
     let pooled = || {

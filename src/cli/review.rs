@@ -37,15 +37,15 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
     };
     let review = decode::review(&body)
         .with_context(|| format!("{} is not a usable AdmissionReview", file.display()))?;
-    let stage = Endpoint::from(args.stage);
-    let outcome = crate::app::review_once(&args.config.paths, &review, stage, timeout).await?;
+    let endpoint = Endpoint::from(args.stage);
+    let outcome = crate::app::review_once(&args.config.paths, &review, endpoint, timeout).await?;
     match args.output {
         Output::Text => {
-            print!("{}", report::text(stage, &review.request.uid, review.version, &outcome, true))
+            print!("{}", report::text(endpoint, &review.request.uid, review.version, &outcome, true))
         }
         output => print_structured(
             output,
-            &report::structured(stage, &review.request.uid, review.version, &outcome),
+            &report::structured(endpoint, &review.request.uid, review.version, &outcome),
         ),
     }
     Ok(outcome.answer.allowed)

@@ -66,11 +66,6 @@ pub(crate) fn answered(outcome: &Outcome, review: &IncomingReview, endpoint: End
     .log();
 }
 
-/// A request refused before dispatch (a 4xx or 429), by endpoint and bounded reason.
-pub(crate) fn refused(endpoint: Endpoint, reason: &'static str) {
-    metrics::counter!(names::BAD_REQUESTS, "stage" => endpoint.as_str(), "reason" => reason).increment(1);
-}
-
 /// Records every webhook of one answered review; returns the gateway's own share of `elapsed`.
 fn calls(outcome: &Outcome, operation: &'static str, elapsed: Duration) -> Duration {
     let (mut sequential, mut concurrent) = (Duration::ZERO, Duration::ZERO);

@@ -1,19 +1,22 @@
 //! `/metrics`: what the process records through the `metrics` facade (`telemetry.rs`; the
 //! calls' and reviews' families are recorded by `pipeline/observe.rs`), rendered by the
 //! Prometheus exporter, then this server's own state read at the scrape: the configuration it
-//! serves, its reloads, its connections, the reviews and bytes in flight, its webhooks'
-//! breakers.
+//! serves, its reloads, the requests it refused, its connections, the reviews and bytes in
+//! flight, its webhooks' breakers.
 //!
 //! Why the server's state is written here rather than kept in the recorder: the recorder is one
 //! per process, and a process may run several servers (the tests run dozens side by side), so a
 //! server's own counts kept there would mix with the others' (measured: a test's reload
-//! counter read 4 after its one reload); and a webhook's series must go when a reload takes it
+//! counter read 4 after its one reload, another's 429 count 2 after its one); and a webhook's series must go when a reload takes it
 //! out of the fleet, which the exporter, keeping every series it was given, cannot do.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::config::Snapshot;
+use crate::endpoint::Endpoint;
 use crate::telemetry::names;
 
 /// What one server counts as plain state, read at each scrape.
@@ -25,6 +28,9 @@ pub(crate) struct Metrics {
     pub(crate) in_flight: super::limits::InFlight,
     pub(crate) reload_successes: AtomicU64,
     pub(crate) reload_failures: AtomicU64,
+    /// Requests refused before dispatch, by endpoint and reason: the error path, so a lock is
+    /// fine.
+    refused: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
 }
 
 /// An open connection, counted until dropped.
@@ -50,12 +56,19 @@ impl Metrics {
         OpenConnection { metrics: self.clone(), index }
     }
 
+    /// Counts a request refused before dispatch (a 4xx or 429) with its bounded reason.
+    pub(crate) fn refused(&self, endpoint: Endpoint, reason: &'static str) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        *refused.entry((endpoint.as_str(), reason)).or_default() += 1;
+    }
+
     /// The exposition: the recorder's, then this server's own families.
     pub(crate) fn render(&self, snapshot: &Snapshot) -> String {
+        let recorder = crate::telemetry::recorder();
         // Process-wide by nature: the panic hook's count and the log writer's drops.
         metrics::counter!(names::PANICS).absolute(crate::telemetry::panics());
         metrics::counter!(names::LOG_LINES_DROPPED).absolute(crate::logging::dropped_lines());
-        let mut out = crate::telemetry::recorder().render();
+        let mut out = recorder.render();
         let load = |value: &AtomicU64| value.load(Ordering::Relaxed);
         let mut family = Family { out: &mut out };
         family.write(
@@ -81,6 +94,19 @@ impl Metrics {
                 ("result=\"success\"".to_owned(), load(&self.reload_successes)),
                 ("result=\"failure\"".to_owned(), load(&self.reload_failures)),
             ],
+        );
+        let refused: Vec<(String, u64)> = {
+            let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+            let sample = |((stage, reason), count): (&(&str, &str), &u64)| {
+                (format!("stage=\"{stage}\",reason=\"{reason}\""), *count)
+            };
+            refused.iter().map(sample).collect()
+        };
+        family.write(
+            names::BAD_REQUESTS,
+            "counter",
+            "Requests refused before dispatch (4xx), by reason.",
+            refused,
         );
         family.write(
             names::CONNECTIONS,
@@ -156,7 +182,11 @@ mod tests {
         let crashed = std::thread::spawn(|| panic!("a deliberate panic in a test thread")).join();
         assert!(crashed.is_err());
         assert!(crate::telemetry::panics() > before);
-        let text = Metrics::default().render(&Snapshot::empty());
+        let metrics = Metrics::default();
+        metrics.refused(Endpoint::Validate, "not_json");
+        metrics.refused(Endpoint::Validate, "not_json");
+        metrics.refused(Endpoint::Mutate, "too_large");
+        let text = metrics.render(&Snapshot::empty());
         let value = |prefix: &str| {
             text.lines()
                 .find_map(|line| line.strip_prefix(prefix))
@@ -167,6 +197,8 @@ mod tests {
         assert_eq!(value("admission_gateway_config_generation "), Snapshot::empty().generation, "{text}");
         assert_eq!(value("admission_gateway_config_webhooks{type=\"validating\"} "), 0, "{text}");
         assert!(text.contains("# TYPE admission_gateway_webhook_breaker gauge\n"), "{text}");
+        assert_eq!(value("admission_gateway_bad_requests_total{stage=\"validate\",reason=\"not_json\"} "), 2);
+        assert_eq!(value("admission_gateway_bad_requests_total{stage=\"mutate\",reason=\"too_large\"} "), 1);
         for stage in ["mutate", "validate", "admit"] {
             let zero = format!("admission_gateway_webhook_budget_exhausted_total{{stage=\"{stage}\"}} ");
             assert!(text.contains(&zero), "shown from the start: {zero} in {text}");

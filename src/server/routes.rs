@@ -45,14 +45,14 @@ pub(crate) async fn route(
 
 async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener) -> Response<Full<Bytes>> {
     let path = request.uri().path();
-    let stage = match path {
+    let endpoint = match path {
         "/mutate" => Some(Endpoint::Mutate),
         "/validate" => Some(Endpoint::Validate),
         "/admit" => Some(Endpoint::Admit),
         _ => None,
     };
     let admission = listener == Listener::Admission;
-    match (request.method(), path, stage) {
+    match (request.method(), path, endpoint) {
         (&Method::GET, "/healthz", _) => text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz", _) => readiness(state, request.uri().query()),
         (&Method::GET, "/metrics", _) if !admission => {
@@ -68,7 +68,7 @@ async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener)
             );
             response
         }
-        (&Method::POST, _, Some(stage)) if admission => review(state, stage, request).await,
+        (&Method::POST, _, Some(endpoint)) if admission => review(state, endpoint, request).await,
         (_, _, Some(_)) if admission => {
             text(StatusCode::METHOD_NOT_ALLOWED, "use POST with an AdmissionReview body")
         }
@@ -78,13 +78,15 @@ async fn dispatch(state: &State, request: Request<Incoming>, listener: Listener)
 
 /// One AdmissionReview: read (capped), decode, dispatch within the deadline budget, answer in
 /// the caller's version.
-async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn review(state: &State, endpoint: Endpoint, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let received = Instant::now();
     // Tracing on: the server span, child of the caller's `traceparent` (src/traces.rs).
-    let mut span = state.traces.as_ref().map(|traces| traces.review(request.headers(), stage));
+    let mut span = state.traces.as_ref().map(|traces| traces.review(request.headers(), endpoint));
     let timeout = match body::caller_timeout(request.uri().query()) {
         Ok(timeout) => timeout,
-        Err(message) => return reject(stage, StatusCode::BAD_REQUEST, "invalid_timeout", &message, span),
+        Err(message) => {
+            return reject(state, endpoint, StatusCode::BAD_REQUEST, "invalid_timeout", &message, span)
+        }
     };
     let declared = request
         .headers()
@@ -103,22 +105,22 @@ async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> R
     );
     let _admitted = match admitted {
         Ok(admitted) => admitted,
-        Err(overload) => return overloaded(stage, &overload, span),
+        Err(overload) => return overloaded(state, endpoint, &overload, span),
     };
     let body = match body::read_capped(request.into_body(), declared).await {
         Ok(body) => body,
         Err(ReadError::TooLarge) => {
             let message = format!("request body is larger than {MAX_REVIEW_BYTES} bytes");
-            return reject(stage, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message, span);
+            return reject(state, endpoint, StatusCode::PAYLOAD_TOO_LARGE, "too_large", &message, span);
         }
         Err(ReadError::Unreadable(message)) => {
-            return reject(stage, StatusCode::BAD_REQUEST, "unreadable_body", &message, span);
+            return reject(state, endpoint, StatusCode::BAD_REQUEST, "unreadable_body", &message, span);
         }
     };
     let review = match decode::review(&body) {
         Ok(review) => review,
         Err(error) => {
-            return reject(stage, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
+            return reject(state, endpoint, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
         }
     };
     drop(body);
@@ -126,7 +128,7 @@ async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> R
     let budget = Budget::new(received, timeout, &snapshot.settings);
     let request = &review.request;
     // Lines written while the review is judged carry its uid (`logging/review.rs`).
-    let review_log = ReviewLog::new(&request.uid, stage.as_str(), snapshot.generation);
+    let review_log = ReviewLog::new(&request.uid, endpoint.as_str(), snapshot.generation);
     if let Some(span) = &mut span {
         span.request(&review);
     }
@@ -134,7 +136,7 @@ async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> R
         cluster: state.cluster.get().map(|c| &**c),
         explanation: if state.explained.is_some() { Explanation::enabled() } else { Explanation::disabled() },
         trace: span.as_ref().map(|span| span.parent().clone()).unwrap_or_default(),
-        ..Dispatch::new(&snapshot, &review, stage, budget, &state.shadows)
+        ..Dispatch::new(&snapshot, &review, endpoint, budget, &state.shadows)
     };
     // Shadow calls still running go on by themselves (`pipeline/shadow.rs`). The pipeline's
     // future (kilobytes) is boxed: hyper keeps room for the route's future in every
@@ -146,11 +148,11 @@ async fn review(state: &State, stage: Endpoint, request: Request<Incoming>) -> R
         span.answered(answer.allowed, u16::try_from(code).unwrap_or(0));
     }
     // Its metrics and its one log line (`pipeline/observe.rs`).
-    observe::answered(&outcome, &review, stage, received.elapsed());
+    observe::answered(&outcome, &review, endpoint, received.elapsed());
     abandoned.answered();
     let body = encode::answer(review.version, &request.uid, answer);
     if let Some(explained) = &state.explained {
-        let _ = explained.send(ExplainedReview { stage, uid: request.uid.value.clone(), outcome });
+        let _ = explained.send(ExplainedReview { endpoint, uid: request.uid.value.clone(), outcome });
     }
     let mut response = Response::new(Full::new(Bytes::from(body)));
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
@@ -211,22 +213,24 @@ fn ejected_webhooks(snapshot: &crate::config::Snapshot) -> String {
 /// 429 with `Retry-After: 1`: counted, logged at debug only (a flood of them must not
 /// become a flood of log lines).
 fn overloaded(
-    stage: Endpoint,
+    state: &State,
+    endpoint: Endpoint,
     overload: &super::limits::Overload,
     span: Option<crate::traces::ReviewSpan>,
 ) -> Response<Full<Bytes>> {
     if let Some(span) = span {
         span.refused(StatusCode::TOO_MANY_REQUESTS.as_u16(), overload.reason());
     }
-    tracing::debug!(stage = stage.as_str(), reason = overload.reason(), "review refused: overloaded");
-    observe::refused(stage, overload.reason());
+    tracing::debug!(stage = endpoint.as_str(), reason = overload.reason(), "review refused: overloaded");
+    state.metrics.refused(endpoint, overload.reason());
     let mut response = text(StatusCode::TOO_MANY_REQUESTS, &overload.message());
     response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     response
 }
 
 fn reject(
-    stage: Endpoint,
+    state: &State,
+    endpoint: Endpoint,
     code: StatusCode,
     reason: &'static str,
     message: &str,
@@ -236,13 +240,13 @@ fn reject(
         span.refused(code.as_u16(), reason);
     }
     tracing::warn!(
-        stage = stage.as_str(),
+        stage = endpoint.as_str(),
         reason,
         code = code.as_u16(),
         "bad admission request: {}",
         Untrusted(message)
     );
-    observe::refused(stage, reason);
+    state.metrics.refused(endpoint, reason);
     text(code, message)
 }
 

@@ -45,6 +45,8 @@ pub struct ServeOptions {
     pub otlp_endpoint: Option<String>,
     /// How long in-flight reviews get to finish once the listeners stop accepting.
     pub in_flight_grace: std::time::Duration,
+    /// Record answered reviews (`serve --record`).
+    pub record: Option<crate::recording::Limits>,
 }
 
 impl ServeOptions {
@@ -69,6 +71,7 @@ impl ServeOptions {
             idle_timeout: server::limits::IDLE_TIMEOUT,
             otlp_endpoint: None,
             in_flight_grace: server::DEFAULT_IN_FLIGHT_GRACE,
+            record: None,
         }
     }
 }
@@ -155,6 +158,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         draining: AtomicBool::new(false),
         traces,
         in_flight_grace: options.in_flight_grace,
+        recorder: options.record.clone().map(crate::recording::Recorder::start).transpose()?,
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;

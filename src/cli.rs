@@ -128,6 +128,12 @@ pub(crate) struct ServeArgs {
     /// whatever is still running.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub(crate) in_flight_grace: String,
+    /// Record every answered review into DIR (created 0700): one JSON line each, the request
+    /// as received with a Secret's values replaced by a keyed hash, the answer and each
+    /// webhook's outcome; 64 MiB files, the oldest removed past 1 GiB (docs/operations.md,
+    /// "Recording reviews"). Never slows or fails a review.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) record: Option<PathBuf>,
     /// Cluster mode: report the namespace cache stale (/readyz?verbose, /metrics) once its
     /// watch has been down this long (Go duration).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
@@ -294,6 +300,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.threads = args.threads.map_or_else(crate::lanes::default_threads, usize::from);
     options.otlp_endpoint = args.otlp_endpoint;
     options.in_flight_grace = in_flight_grace;
+    options.record = args.record.map(crate::recording::Limits::in_dir);
     let running = app::start(options).await?;
     let watching = tokio::spawn(crate::alloc::watch(CONTROL_WORKERS, running.serving_runtimes().to_vec()));
     app::shutdown_signal().await;

@@ -48,6 +48,8 @@
 //!   facade, the per-webhook in-flight gauge. `lanes`: which serving thread code runs on.
 //! - `endpoint`: `/mutate`, `/validate` or `/admit`, which decides the dispatchers a review
 //!   goes through.
+//! - `recording`: answered reviews written to files (`serve --record`), a Secret's values
+//!   redacted, off the request path.
 //! - `alloc`: the allocator's free memory back to the OS once a burst is over.
 //! - `registration`: the gateway's own webhook registrations for a fleet.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI, and
@@ -73,6 +75,7 @@ pub mod logging;
 pub(crate) mod match_conditions;
 pub mod patch;
 pub(crate) mod pipeline;
+pub mod recording;
 pub(crate) mod registration;
 pub(crate) mod report;
 pub(crate) mod review;

@@ -38,6 +38,7 @@ pub(crate) mod names {
     pub(crate) const CONFIG_WEBHOOKS: &str = "admission_gateway_config_webhooks";
     pub(crate) const CONFIG_RELOADS: &str = "admission_gateway_config_reloads_total";
     pub(crate) const WEBHOOK_BREAKER: &str = "admission_gateway_webhook_breaker";
+    pub(crate) const RECORDED: &str = "admission_gateway_recorded_reviews_total";
     pub(crate) const WEBHOOK_DURATION: &str = "admission_gateway_webhook_duration_seconds";
     pub(crate) const REVIEW_GATEWAY_DURATION: &str = "admission_gateway_review_gateway_seconds";
     pub(crate) const WEBHOOK_EJECTIONS: &str = "admission_gateway_webhook_ejections_total";
@@ -201,6 +202,10 @@ fn describe() {
     describe_counter!(
         names::WEBHOOK_BUDGET_EXHAUSTED,
         "Webhooks not called because the review's deadline budget was exhausted, by endpoint."
+    );
+    describe_counter!(
+        names::RECORDED,
+        "Reviews given to the recording (serve --record), by result: written, dropped (the writer behind), failed (not writable)."
     );
     describe_counter!(
         names::PANICS,

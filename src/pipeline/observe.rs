@@ -21,6 +21,7 @@ use crate::config::compile::Hook;
 use crate::endpoint::Endpoint;
 use crate::explain::Phase;
 use crate::logging::{ReviewAnswered, Untrusted};
+use crate::recording;
 use crate::review::decode::IncomingReview;
 use crate::telemetry::names;
 use crate::traces::{CallEnd, CallSpan};
@@ -64,6 +65,42 @@ pub(crate) fn answered(outcome: &Outcome, review: &IncomingReview, endpoint: End
         webhooks: &CallRecords(&outcome.calls),
     }
     .log();
+}
+
+/// The review as the recording keeps it (`recording.rs`): `request` is its body as received.
+pub(crate) fn recorded(outcome: &Outcome, endpoint: Endpoint, request: bytes::Bytes) -> recording::Entry {
+    let answer = &outcome.answer;
+    let status = answer.status.as_ref();
+    let webhooks = outcome.calls.iter().map(|call| {
+        let (words, reason) = call.outcome.words();
+        recording::Webhook {
+            configuration: call.hook.configuration.clone(),
+            name: call.hook.name.clone(),
+            phase: call.phase.as_str(),
+            round: call.round,
+            outcome: words,
+            reason,
+            code: call.code(),
+            mutated: matches!(call.outcome, CallOutcome::Allowed { mutated: true }),
+            mode: call.mode.as_str(),
+            latency_micros: u64::try_from(call.latency.as_micros()).unwrap_or(u64::MAX),
+        }
+    });
+    recording::Entry {
+        time: std::time::SystemTime::now(),
+        endpoint: endpoint.as_str(),
+        request,
+        answer: recording::Answer {
+            allowed: answer.allowed,
+            code: status.and_then(|s| s.code).unwrap_or(200),
+            message: status.and_then(|s| s.message.clone()),
+            warnings: answer.warnings.clone(),
+            audit_annotations: answer.audit_annotations.clone(),
+            patch: None,
+            patch_text: answer.patch.clone(),
+        },
+        webhooks: webhooks.collect(),
+    }
 }
 
 /// Records every webhook of one answered review; returns the gateway's own share of `elapsed`.

@@ -30,6 +30,7 @@ mod mutating;
 mod overload;
 mod prometheus;
 mod readiness;
+mod recording;
 mod registration;
 mod reload_and_tls;
 mod safe_reload;

@@ -185,9 +185,17 @@ pub(crate) fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Res
     load_inputs(&inputs, clients, generation)
 }
 
+impl Inputs {
+    /// The fingerprint a snapshot loaded from these inputs gets ([`load_inputs`]), computed
+    /// without parsing: cheap enough to poll (`reload.rs`).
+    pub(crate) fn fingerprint(&self) -> u64 {
+        load::fingerprint(&self.paths, &self.texts) ^ resources_fingerprint(&self.resources)
+    }
+}
+
 /// Folds the learnt custom resources into a configuration's fingerprint: a change of theirs
 /// reloads too.
-pub(crate) fn resources_fingerprint(resources: &[super::equivalence::CustomResource]) -> u64 {
+fn resources_fingerprint(resources: &[super::equivalence::CustomResource]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
     if resources.is_empty() {
         return 0;

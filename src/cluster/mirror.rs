@@ -88,7 +88,7 @@ pub(super) async fn follow<M: Mirror>(
                     }
                 }
             }
-            // kube-runtime's watcher always sends Init before InitDone.
+            // The watcher sends Init before every InitDone; one without it would replace nothing.
             Ok(Event::InitDone) => {
                 if let Some(list) = listing.take() {
                     mirror.listed(list);

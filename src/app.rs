@@ -274,11 +274,7 @@ async fn serve_admission(
     let metrics = state.metrics.clone();
     let fleet = state.cluster.get().and_then(|c| c.fleet.clone());
     running.background.push(tokio::spawn(reload::watch(
-        inputs,
-        texts,
-        resources,
-        clients,
-        state.live.clone(),
+        reload::Sources { inputs, texts, resources, clients, live: state.live.clone() },
         move |result| match result {
             Reloaded::Swapped => {
                 metrics.reload_successes.fetch_add(1, Ordering::Relaxed);

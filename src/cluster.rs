@@ -8,6 +8,7 @@
 pub(crate) mod authorizer;
 pub(crate) mod discovery;
 pub(crate) mod fleet;
+mod mirror;
 pub(crate) mod namespaces;
 
 use std::path::PathBuf;
@@ -25,24 +26,6 @@ use crate::telemetry::names;
 /// How long the first list of the fleet ConfigMaps (or of the CustomResourceDefinitions) may
 /// take before the gateway gives up starting.
 const FLEET_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Backoff between failed watches: doubling from the first to the second.
-const RETRY_MIN: Duration = Duration::from_millis(250);
-const RETRY_MAX: Duration = Duration::from_secs(15);
-
-/// Runs `watch_once` (one list-and-watch until it fails; `true` if it completed a list) forever,
-/// with a backoff after each failure, reset by a watch that listed. Every watch starts with a
-/// full list: only a completed list proves a cache current again.
-async fn keep_watching<Fut: std::future::Future<Output = bool>>(mut watch_once: impl FnMut() -> Fut) {
-    let mut backoff = RETRY_MIN;
-    loop {
-        if watch_once().await {
-            backoff = RETRY_MIN;
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(RETRY_MAX);
-    }
-}
 
 /// Waits until `synced` turns true (a watch's first list), at most `timeout`; `what` names
 /// what was being listed in the error.

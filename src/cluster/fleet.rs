@@ -7,15 +7,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::Api;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use tokio::sync::watch;
+
+use super::mirror::Mirror;
 
 use crate::config::load::Text;
 use crate::config::ConfigError;
@@ -26,7 +27,7 @@ const MAX_NOTE_BYTES: usize = 1024;
 
 /// One fleet ConfigMap as last seen.
 #[derive(Clone, Debug)]
-struct Seen {
+pub(super) struct Seen {
     reference: ObjectReference,
     data: BTreeMap<String, String>,
 }
@@ -36,9 +37,11 @@ pub(crate) struct Fleet {
     api: Api<ConfigMap>,
     namespace: String,
     selector: String,
+    /// The fleet ConfigMaps by name, as last listed and watched.
+    seen: Mutex<BTreeMap<String, Seen>>,
     texts: watch::Sender<Arc<Vec<Text>>>,
     /// Which ConfigMap each text came from, to put Events on.
-    origins: std::sync::Mutex<HashMap<PathBuf, ObjectReference>>,
+    origins: Mutex<HashMap<PathBuf, ObjectReference>>,
     recorder: Recorder,
     synced: watch::Sender<bool>,
 }
@@ -53,8 +56,9 @@ impl Fleet {
             api: Api::namespaced(client.clone(), namespace),
             namespace: namespace.to_owned(),
             selector: selector.to_owned(),
+            seen: Mutex::new(BTreeMap::new()),
             texts: watch::Sender::new(Arc::new(Vec::new())),
-            origins: std::sync::Mutex::new(HashMap::new()),
+            origins: Mutex::new(HashMap::new()),
             recorder: Recorder::new(client, reporter),
             synced: watch::Sender::new(false),
         })
@@ -72,60 +76,20 @@ impl Fleet {
         super::wait_synced(&self.synced, timeout, &what).await
     }
 
-    /// Keeps the texts current forever; a failed watch starts again, with a full list, after a
-    /// backoff.
+    /// Keeps the texts current forever (`mirror.rs`): a failed watch starts again, with a
+    /// full list, after a backoff.
     pub(crate) async fn run(self: Arc<Self>) {
-        let seen = tokio::sync::Mutex::new(BTreeMap::<String, Seen>::new());
-        super::keep_watching(|| async { self.watch_once(&mut *seen.lock().await).await }).await
-    }
-
-    async fn watch_once(&self, seen: &mut BTreeMap<String, Seen>) -> bool {
         let config = watcher::Config::default().labels(&self.selector);
-        let mut events = watcher::watcher(self.api.clone(), config).boxed();
-        let mut listing: Option<BTreeMap<String, Seen>> = None;
-        let mut listed = false;
-        while let Some(event) = events.next().await {
-            match event {
-                Err(error) => {
-                    tracing::warn!("fleet ConfigMap watch failed, starting it again: {error}");
-                    return listed;
-                }
-                Ok(Event::Init) => listing = Some(BTreeMap::new()),
-                Ok(Event::InitApply(map)) => {
-                    if let (Some(list), Some((name, entry))) = (listing.as_mut(), seen_of(map)) {
-                        list.insert(name, entry);
-                    }
-                }
-                Ok(Event::InitDone) => {
-                    if let Some(list) = listing.take() {
-                        *seen = list;
-                    }
-                    listed = true;
-                    self.publish(seen);
-                    self.synced.send_replace(true);
-                }
-                Ok(Event::Apply(map)) => {
-                    if let Some((name, entry)) = seen_of(map) {
-                        seen.insert(name, entry);
-                        self.publish(seen);
-                    }
-                }
-                Ok(Event::Delete(map)) => {
-                    if let Some(name) = map.metadata.name {
-                        seen.remove(&name);
-                        self.publish(seen);
-                    }
-                }
-            }
-        }
-        listed
+        super::mirror::keep_watching_api(&*self, self.api.clone(), config).await
     }
 
-    /// Sends the texts to the reload task when they changed.
-    fn publish(&self, seen: &BTreeMap<String, Seen>) {
+    /// Changes the ConfigMaps seen, and sends the texts to the reload task when they changed.
+    fn change(&self, change: impl FnOnce(&mut BTreeMap<String, Seen>)) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut seen);
         let mut texts = Vec::new();
         let mut origins = HashMap::new();
-        for (name, entry) in seen {
+        for (name, entry) in seen.iter() {
             for (key, text) in &entry.data {
                 if !EXTENSIONS.iter().any(|extension| key.ends_with(extension)) {
                     continue;
@@ -179,18 +143,44 @@ impl Fleet {
     }
 }
 
-fn seen_of(map: ConfigMap) -> Option<(String, Seen)> {
-    let name = map.metadata.name.clone()?;
-    let reference = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("ConfigMap".into()),
-        name: Some(name.clone()),
-        namespace: map.metadata.namespace.clone(),
-        uid: map.metadata.uid.clone(),
-        resource_version: map.metadata.resource_version.clone(),
-        field_path: None,
-    };
-    Some((name, Seen { reference, data: map.data.unwrap_or_default() }))
+impl Mirror for Fleet {
+    type Object = ConfigMap;
+    type Entry = Seen;
+    type Listed = BTreeMap<String, Seen>;
+
+    fn entry(&self, map: ConfigMap) -> Option<Seen> {
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            name: Some(map.metadata.name.clone()?),
+            namespace: map.metadata.namespace.clone(),
+            uid: map.metadata.uid.clone(),
+            resource_version: map.metadata.resource_version.clone(),
+            field_path: None,
+        };
+        Some(Seen { reference, data: map.data.unwrap_or_default() })
+    }
+
+    fn listed(&self, listed: Self::Listed) {
+        self.change(|seen| *seen = listed);
+        self.synced.send_replace(true);
+    }
+
+    fn applied(&self, name: String, entry: Seen) {
+        self.change(|seen| {
+            seen.insert(name, entry);
+        });
+    }
+
+    fn removed(&self, name: &str) {
+        self.change(|seen| {
+            seen.remove(name);
+        });
+    }
+
+    fn failed(&self, error: &watcher::Error) {
+        tracing::warn!("fleet ConfigMap watch failed, starting it again: {error}");
+    }
 }
 
 /// Cuts `text` to at most `limit` bytes, on a character boundary, marking the cut.
@@ -213,7 +203,76 @@ fn hostname() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::truncate;
+    use std::collections::BTreeMap;
+
+    use futures_util::stream::{self, StreamExt as _};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+    use kube::runtime::watcher::{self, Event};
+
+    use super::super::mirror::{follow, unused_client};
+    use super::{truncate, Fleet};
+
+    fn map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some("gateway".to_owned()),
+                uid: Some(format!("uid-{name}")),
+                ..ObjectMeta::default()
+            },
+            data: Some(
+                data.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>(),
+            ),
+            ..ConfigMap::default()
+        }
+    }
+
+    /// What the reload task is sent: `name: text`, and which ConfigMap each came from.
+    fn published(fleet: &Fleet) -> Vec<String> {
+        let texts = fleet.texts().borrow().clone();
+        let origins = fleet.origins.lock().unwrap();
+        texts
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {} (from {:?})",
+                    t.name.display(),
+                    t.text,
+                    origins[&t.name].uid.as_deref().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_configmaps_texts_are_published_once_listed_in_name_then_key_order_and_follow_changes() {
+        let fleet = Fleet::new(unused_client(), "gateway", "fleet=yes");
+        let events: Vec<watcher::Result<Event<ConfigMap>>> = vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply(map("b", &[("fleet.yaml", "B"), ("notes.txt", "not read")]))),
+            Ok(Event::InitApply(map("a", &[("z.json", "AZ"), ("y.yml", "AY")]))),
+            Ok(Event::InitDone),
+        ];
+        assert!(follow(&*fleet, stream::iter(events).boxed()).await);
+        assert!(*fleet.synced.borrow());
+        assert_eq!(
+            published(&fleet),
+            [
+                "configmap/gateway/a/y.yml: AY (from \"uid-a\")",
+                "configmap/gateway/a/z.json: AZ (from \"uid-a\")",
+                "configmap/gateway/b/fleet.yaml: B (from \"uid-b\")",
+            ]
+        );
+        let events = vec![
+            Ok(Event::Apply(map("a", &[("y.yml", "AY2")]))),
+            Ok(Event::Delete(map("b", &[]))),
+            Err(watcher::Error::NoResourceVersion),
+            Ok(Event::Apply(map("c", &[("c.yaml", "after the failure")]))),
+        ];
+        assert!(!follow(&*fleet, stream::iter(events).boxed()).await);
+        assert_eq!(published(&fleet), ["configmap/gateway/a/y.yml: AY2 (from \"uid-a\")"]);
+    }
 
     #[test]
     fn a_long_note_is_cut_on_a_character_boundary() {

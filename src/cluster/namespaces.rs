@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PartialObjectMeta};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use tokio::sync::OnceCell;
 
+use super::mirror::Mirror;
 use crate::config::selector::Labels;
 
 /// How long one live lookup of a namespace may take.
@@ -115,63 +115,11 @@ impl Namespaces {
         }
     }
 
-    /// Keeps the cache current forever: list, then watch. A failed watch is started afresh
-    /// after a backoff, with a full list: only a completed list proves the cache current again
-    /// (a resumed watch on a quiet cluster says nothing for minutes).
+    /// Keeps the cache current forever: list, then watch (`mirror.rs`). A failed watch is
+    /// started afresh after a backoff, with a full list: only a completed list proves the cache
+    /// current again (a resumed watch on a quiet cluster says nothing for minutes).
     pub(crate) async fn run(self: Arc<Self>) {
-        super::keep_watching(|| self.watch_once()).await
-    }
-
-    /// One list-and-watch until it fails. `true` if it completed a list first.
-    async fn watch_once(&self) -> bool {
-        let mut events = watcher::watcher(self.api.clone(), watcher::Config::default()).boxed();
-        // A list fills a fresh map, swapped in whole at its end: a namespace deleted while the
-        // watch was down disappears then.
-        let mut listing: Option<HashMap<String, Arc<Labels>>> = None;
-        let mut listed = false;
-        while let Some(event) = events.next().await {
-            let event = match event {
-                Ok(event) => event,
-                Err(error) => {
-                    self.restarts.fetch_add(1, Ordering::Relaxed);
-                    let mut broken = self.broken_since.lock().unwrap_or_else(|e| e.into_inner());
-                    broken.get_or_insert_with(Instant::now);
-                    tracing::warn!("namespace watch failed, starting it again: {error}");
-                    return listed;
-                }
-            };
-            match event {
-                Event::Init => listing = Some(HashMap::new()),
-                Event::InitApply(namespace) => {
-                    if let (Some(list), Some(name)) = (listing.as_mut(), namespace.metadata.name.clone()) {
-                        list.insert(name, Arc::new(labels_of(&namespace)));
-                    }
-                }
-                Event::InitDone => {
-                    if let Some(list) = listing.take() {
-                        let count = list.len();
-                        *self.labels.write().unwrap_or_else(|e| e.into_inner()) = list;
-                        if !self.synced.swap(true, Ordering::SeqCst) {
-                            tracing::info!(namespaces = count, "namespace cache synced");
-                        }
-                    }
-                    listed = true;
-                    self.healthy();
-                }
-                Event::Apply(namespace) => {
-                    if let Some(name) = namespace.metadata.name.clone() {
-                        let labels = Arc::new(labels_of(&namespace));
-                        self.labels.write().unwrap_or_else(|e| e.into_inner()).insert(name, labels);
-                    }
-                }
-                Event::Delete(namespace) => {
-                    if let Some(name) = &namespace.metadata.name {
-                        self.labels.write().unwrap_or_else(|e| e.into_inner()).remove(name);
-                    }
-                }
-            }
-        }
-        listed
+        super::mirror::keep_watching_api(&*self, self.api.clone(), watcher::Config::default()).await
     }
 
     fn healthy(&self) {
@@ -182,6 +130,114 @@ impl Namespaces {
     }
 }
 
+/// The cache is the namespaces' labels by name; a list fills a fresh map, swapped in whole at
+/// its end, so a namespace deleted while the watch was down disappears then.
+impl Mirror for Namespaces {
+    type Object = PartialObjectMeta<Namespace>;
+    type Entry = Arc<Labels>;
+    type Listed = HashMap<String, Arc<Labels>>;
+
+    fn entry(&self, namespace: PartialObjectMeta<Namespace>) -> Option<Arc<Labels>> {
+        Some(Arc::new(labels_of(&namespace)))
+    }
+
+    fn listed(&self, listed: Self::Listed) {
+        let count = listed.len();
+        *self.labels.write().unwrap_or_else(|e| e.into_inner()) = listed;
+        if !self.synced.swap(true, Ordering::SeqCst) {
+            tracing::info!(namespaces = count, "namespace cache synced");
+        }
+        self.healthy();
+    }
+
+    fn applied(&self, name: String, labels: Arc<Labels>) {
+        self.labels.write().unwrap_or_else(|e| e.into_inner()).insert(name, labels);
+    }
+
+    fn removed(&self, name: &str) {
+        self.labels.write().unwrap_or_else(|e| e.into_inner()).remove(name);
+    }
+
+    /// Counted (`restarts`), and the cache is stale from the first failure until a list
+    /// completes again.
+    fn failed(&self, error: &watcher::Error) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        let mut broken = self.broken_since.lock().unwrap_or_else(|e| e.into_inner());
+        broken.get_or_insert_with(Instant::now);
+        tracing::warn!("namespace watch failed, starting it again: {error}");
+    }
+}
+
 fn labels_of(namespace: &PartialObjectMeta<Namespace>) -> Labels {
     namespace.metadata.labels.clone().unwrap_or_default().into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use futures_util::stream::{self, StreamExt as _};
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{ObjectMeta, PartialObjectMeta, PartialObjectMetaExt as _};
+    use kube::runtime::watcher::{self, Event};
+
+    use super::super::mirror::{follow, unused_client};
+    use super::Namespaces;
+
+    fn namespace(name: &str, team: &str) -> PartialObjectMeta<Namespace> {
+        let labels = BTreeMap::from([("team".to_owned(), team.to_owned())]);
+        ObjectMeta { name: Some(name.to_owned()), labels: Some(labels), ..ObjectMeta::default() }
+            .into_response_partial()
+    }
+
+    type Events = Vec<watcher::Result<Event<PartialObjectMeta<Namespace>>>>;
+
+    /// Readiness and the cache's metrics through a failed first list, a list, changes, a
+    /// failure after them, and the list that recovers.
+    #[tokio::test]
+    async fn the_cache_is_ready_once_listed_and_stale_from_a_failure_until_the_next_list() {
+        let namespaces = Namespaces::new(unused_client());
+        let failed_list: Events = vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply(namespace("a", "x"))),
+            Err(watcher::Error::NoResourceVersion),
+        ];
+        assert!(!follow(&*namespaces, stream::iter(failed_list).boxed()).await);
+        let health = namespaces.health();
+        assert_eq!((health.synced, health.namespaces, health.restarts), (false, 0, 1));
+        assert!(health.stale_for.is_some(), "down since the failure");
+
+        let listed: Events = vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply(namespace("a", "x"))),
+            Ok(Event::InitApply(namespace("b", "y"))),
+            Ok(Event::InitDone),
+        ];
+        assert!(follow(&*namespaces, stream::iter(listed).boxed()).await);
+        let health = namespaces.health();
+        assert_eq!((health.synced, health.namespaces, health.restarts), (true, 2, 1));
+        assert!(health.stale_for.is_none(), "a completed list proves the cache current");
+
+        let changes_then_failure: Events = vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply(namespace("b", "y"))),
+            Ok(Event::InitDone),
+            Ok(Event::Apply(namespace("c", "z"))),
+            Ok(Event::Apply(namespace("b", "w"))),
+            Err(watcher::Error::NoResourceVersion),
+        ];
+        assert!(follow(&*namespaces, stream::iter(changes_then_failure).boxed()).await);
+        let health = namespaces.health();
+        assert_eq!((health.synced, health.namespaces, health.restarts), (true, 2, 2));
+        assert!(health.stale_for.is_some());
+        assert!(namespaces.cached("a").is_none(), "gone from the relist");
+        assert_eq!(namespaces.cached("b").unwrap().get("team").map(String::as_str), Some("w"));
+        assert_eq!(namespaces.cached("c").unwrap().get("team").map(String::as_str), Some("z"));
+        assert_eq!(namespaces.labels("c").await.unwrap().unwrap().get("team").map(String::as_str), Some("z"));
+
+        let deleted: Events = vec![Ok(Event::Delete(namespace("c", "z")))];
+        assert!(!follow(&*namespaces, stream::iter(deleted).boxed()).await);
+        assert!(namespaces.cached("c").is_none());
+        assert!(namespaces.health().stale_for.is_some(), "only a completed list ends staleness");
+    }
 }

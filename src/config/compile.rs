@@ -17,11 +17,15 @@ use super::load::{self, Objects};
 use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::mode::Mode;
 use super::rules::{Rule, RuleIndex};
-use super::{defaults, validate, ConfigError, Problem, Severity};
+use super::{defaults, validate, ConfigError, Problem};
 use crate::config::selector::{Labels, Selector};
 use crate::match_conditions::{Program, Uses};
 use crate::review::ReviewVersion;
 use crate::upstream::{Client, Clients};
+
+pub(crate) use check::read_checked;
+
+mod check;
 
 /// DNS suffix of `clientConfig.service` references: `NAME.NAMESPACE.svc`.
 pub(crate) const SERVICE_DNS_SUFFIX: &str = "svc";
@@ -185,9 +189,17 @@ pub(crate) fn load(paths: &[PathBuf], clients: &Clients, generation: u64) -> Res
     load_inputs(&inputs, clients, generation)
 }
 
+impl Inputs {
+    /// The fingerprint a snapshot loaded from these inputs gets ([`load_inputs`]), computed
+    /// without parsing: cheap enough to poll (`reload.rs`).
+    pub(crate) fn fingerprint(&self) -> u64 {
+        load::fingerprint(&self.paths, &self.texts) ^ resources_fingerprint(&self.resources)
+    }
+}
+
 /// Folds the learnt custom resources into a configuration's fingerprint: a change of theirs
 /// reloads too.
-pub(crate) fn resources_fingerprint(resources: &[super::equivalence::CustomResource]) -> u64 {
+fn resources_fingerprint(resources: &[super::equivalence::CustomResource]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
     if resources.is_empty() {
         return 0;
@@ -203,146 +215,10 @@ pub(crate) fn load_inputs(
     clients: &Clients,
     generation: u64,
 ) -> Result<Snapshot, ConfigError> {
-    let mut problems = Vec::new();
-    let mut objects = load::read_sources(&inputs.paths, &inputs.texts, &mut problems);
-    check(&mut objects, &mut problems);
-    let mut settings = settings(&objects, &mut problems);
-    for resource in &inputs.resources {
-        let listed = settings
-            .equivalent_resources
-            .iter()
-            .any(|r| r.group == resource.group && r.resource == resource.resource);
-        if !listed && !super::equivalence::is_built_in(&resource.group, &resource.resource) {
-            settings.equivalent_resources.push(resource.clone());
-        }
-    }
-    if !inputs.live_namespaces {
-        namespaces_needed(&objects, &mut problems);
-    }
-    if problems.iter().any(|p| p.severity == Severity::Error) {
-        return Err(ConfigError { problems });
-    }
+    let (objects, settings, problems) = check::inputs(inputs)?;
     let mut snapshot = compile(objects, problems, clients, generation, settings);
     snapshot.fingerprint ^= resources_fingerprint(&inputs.resources);
     Ok(snapshot)
-}
-
-/// The one `GatewayConfig`'s settings (defaults without one); several are an error.
-fn settings(objects: &Objects, problems: &mut Vec<Problem>) -> super::Settings {
-    let mut found = objects.settings.iter();
-    let Some((source, config)) = found.next() else { return super::Settings::default() };
-    let object = format!("{} {:?}", super::settings::KIND, config.metadata.name);
-    for (other, config) in found {
-        problems.push(Problem {
-            severity: Severity::Error,
-            file: other.file.clone(),
-            object: Some(format!("{} {:?}", super::settings::KIND, config.metadata.name)),
-            webhook: None,
-            field: None,
-            message: format!(
-                "Duplicate value: only one {} may be configured; the first is in {}",
-                super::settings::KIND,
-                source.file.display()
-            ),
-        });
-    }
-    config.settings().unwrap_or_else(|findings| {
-        problems.extend(findings.into_iter().map(|finding| Problem {
-            severity: finding.severity,
-            file: source.file.clone(),
-            object: Some(object.clone()),
-            webhook: None,
-            field: Some(finding.field),
-            message: finding.message,
-        }));
-        super::Settings::default()
-    })
-}
-
-/// Without a single Namespace object, every namespaced request to a webhook with a non-empty
-/// namespaceSelector fails "not found": worth a warning at load.
-fn namespaces_needed(objects: &Objects, problems: &mut Vec<Problem>) {
-    if !objects.namespaces.is_empty() {
-        return;
-    }
-    for (source, config) in &objects.configurations {
-        for (i, hook) in config.webhooks.iter().enumerate() {
-            let selector = hook.namespace_selector.as_ref();
-            if selector.is_some_and(|s| !s.match_labels.is_empty() || !s.match_expressions.is_empty()) {
-                problems.push(Problem {
-                    severity: Severity::Warning,
-                    file: source.file.clone(),
-                    object: Some(format!("{} {:?}", config.kind.kind_name(), config.metadata.name)),
-                    webhook: Some(hook.name.clone()),
-                    field: Some(format!("webhooks[{i}].namespaceSelector")),
-                    message: "no Namespace objects are configured: every namespaced request this webhook's rules match will be rejected with 404 \"namespaces ... not found\"; list the Namespaces (v1 Namespace objects with their labels) in the configuration".into(),
-                });
-            }
-        }
-    }
-}
-
-/// Reads, defaults and validates without compiling: the manifests as the API server would
-/// store them (Namespaces with their `kubernetes.io/metadata.name` label), and every problem.
-pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, super::Settings, Vec<Problem>) {
-    let mut problems = Vec::new();
-    let mut objects = load::read_paths(paths, &mut problems);
-    check(&mut objects, &mut problems);
-    let settings = settings(&objects, &mut problems);
-    (objects, settings, problems)
-}
-
-/// Defaults and validates every object, adding the problems found.
-fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
-    let mut seen: HashMap<(WebhookKind, String), PathBuf> = HashMap::new();
-    for (source, config) in &mut objects.configurations {
-        defaults::apply(config);
-        let object = format!("{} {:?}", config.kind.kind_name(), config.metadata.name);
-        let problem = |finding: super::Finding| Problem {
-            severity: finding.severity,
-            file: source.file.clone(),
-            object: Some(object.clone()),
-            webhook: finding.webhook,
-            field: Some(finding.field),
-            message: finding.message,
-        };
-        problems.extend(validate::configuration(config).into_iter().map(problem));
-        problems.extend(gateway_annotations(config).into_iter().map(problem));
-        if let Some(first) = seen.insert((config.kind, config.metadata.name.clone()), source.file.clone()) {
-            problems.push(problem(super::Finding::error(
-                "metadata.name",
-                format!("Duplicate value: {:?}: also defined in {}", config.metadata.name, first.display()),
-            )));
-        }
-    }
-    let mut seen_namespaces: HashMap<String, PathBuf> = HashMap::new();
-    for (source, namespace) in &mut objects.namespaces {
-        namespace
-            .labels
-            .entry("kubernetes.io/metadata.name".into())
-            .or_insert_with(|| namespace.name.clone());
-        let object = format!("Namespace {:?}", namespace.name);
-        let mut findings = validate::namespace(namespace);
-        if let Some(first) = seen_namespaces.insert(namespace.name.clone(), source.file.clone()) {
-            findings.push(super::Finding::error(
-                "metadata.name",
-                format!("Duplicate value: {:?}: also defined in {}", namespace.name, first.display()),
-            ));
-        }
-        problems.extend(findings.into_iter().map(|finding| Problem {
-            severity: finding.severity,
-            file: source.file.clone(),
-            object: Some(object.clone()),
-            webhook: finding.webhook,
-            field: Some(finding.field),
-            message: finding.message,
-        }));
-    }
-}
-
-/// The gateway's own annotations (`config/mode.rs`).
-fn gateway_annotations(config: &WebhookConfiguration) -> Vec<super::Finding> {
-    Mode::of(config).err().unwrap_or_default()
 }
 
 fn compile(

@@ -21,13 +21,17 @@
 //!
 //! `config/gateway.example.yaml` is the annotated reference.
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::equivalence::{self, CustomResource};
+use super::equivalence::CustomResource;
 use super::manifest::ObjectMeta;
 use super::Finding;
+use equivalent_resources::{equivalent_resources, EquivalentResource};
+
+mod equivalent_resources;
 
 pub(crate) const API_VERSION: &str = "admission-gateway/v1alpha1";
 pub(crate) const KIND: &str = "GatewayConfig";
@@ -38,26 +42,144 @@ pub(crate) const DEFAULT_DEADLINE_MARGIN: Duration = Duration::from_secs(1);
 pub(crate) const DEFAULT_MINIMUM_CALL_TIMEOUT: Duration = Duration::from_millis(100);
 /// `shadowInFlightLimit` when unset.
 pub(crate) const DEFAULT_SHADOW_IN_FLIGHT_LIMIT: usize = 64;
-/// The most `shadowInFlightLimit` may be.
-const MAX_SHADOW_IN_FLIGHT_LIMIT: usize = 10_000;
-/// `maxReviewsInFlight` when unset, and its most.
+/// `maxReviewsInFlight` when unset.
 pub(crate) const DEFAULT_MAX_REVIEWS_IN_FLIGHT: usize = 1024;
-const MAX_REVIEWS_IN_FLIGHT: usize = 100_000;
-/// `maxRequestBytesInFlight` when unset, and its least (one review of the largest size).
+/// `maxRequestBytesInFlight` when unset.
 pub(crate) const DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT: usize = 128 << 20;
-const MIN_REQUEST_BYTES_IN_FLIGHT: usize = 3 << 20;
 /// `maxPatchedObjectBytes` when unset: the API server's bound on a request body
 /// (`MaxRequestBodyBytes`, staging/src/k8s.io/apiserver/pkg/server/config.go), the largest
-/// object a client can send; and the least and most it may be.
+/// object a client can send.
 pub(crate) const DEFAULT_MAX_PATCHED_OBJECT_BYTES: u64 = 3 << 20;
-const PATCHED_OBJECT_BYTES: std::ops::RangeInclusive<u64> = (1 << 20)..=(1 << 30);
-/// The most `ejectAfterFailures` may be.
-const MAX_EJECT_AFTER_FAILURES: u32 = 1000;
-/// The bounds of `ejectFor`.
-const MIN_EJECT_FOR: Duration = Duration::from_secs(1);
-const MAX_EJECT_FOR: Duration = Duration::from_secs(300);
 /// The API server never waits longer than this for a webhook (`timeoutSeconds` ≤ 30).
 const MAX_SETTING_DURATION: Duration = Duration::from_secs(30);
+
+/// The settings written as one number, duration or byte count that must lie in a range, in the
+/// order their problems are reported. Each row is the field's name, how it is written, the
+/// values allowed, its default and where it goes; [`GatewayConfig::settings`] reads, checks and
+/// stores them all in one loop, and [`Settings::default`] is made of the defaults.
+const BOUNDED: [Bounded; 8] = [
+    Bounded {
+        field: "deadlineMargin",
+        unit: Unit::Duration,
+        range: 0..=nanos(MAX_SETTING_DURATION),
+        least_means: None,
+        default: nanos(DEFAULT_DEADLINE_MARGIN),
+        written: |config| config.deadline_margin.as_deref().map(Written::Text),
+        store: |settings, value| settings.deadline_margin = Duration::from_nanos(value),
+    },
+    Bounded {
+        field: "minimumCallTimeout",
+        unit: Unit::Duration,
+        range: 0..=nanos(MAX_SETTING_DURATION),
+        least_means: None,
+        default: nanos(DEFAULT_MINIMUM_CALL_TIMEOUT),
+        written: |config| config.minimum_call_timeout.as_deref().map(Written::Text),
+        store: |settings, value| settings.minimum_call_timeout = Duration::from_nanos(value),
+    },
+    Bounded {
+        field: "shadowInFlightLimit",
+        unit: Unit::Count,
+        range: 1..=10_000,
+        least_means: None,
+        default: DEFAULT_SHADOW_IN_FLIGHT_LIMIT as u64,
+        written: |config| config.shadow_in_flight_limit.map(Written::Number),
+        store: |settings, value| {
+            settings.shadow_in_flight_limit = usize::try_from(value).unwrap_or(usize::MAX)
+        },
+    },
+    // The breaker's two (upstream/breaker.rs); their defaults are `Policy::default()`'s, which
+    // a test holds.
+    Bounded {
+        field: "ejectAfterFailures",
+        unit: Unit::Count,
+        range: 0..=1000,
+        least_means: Some("never eject"),
+        default: 5,
+        written: |config| config.eject_after_failures.map(Written::Number),
+        store: |settings, value| settings.breaker.failures = u32::try_from(value).unwrap_or(u32::MAX),
+    },
+    Bounded {
+        field: "ejectFor",
+        unit: Unit::Duration,
+        range: nanos(Duration::from_secs(1))..=nanos(Duration::from_secs(300)),
+        least_means: None,
+        default: nanos(Duration::from_secs(10)),
+        written: |config| config.eject_for.as_deref().map(Written::Text),
+        store: |settings, value| settings.breaker.eject_for = Duration::from_nanos(value),
+    },
+    Bounded {
+        field: "maxReviewsInFlight",
+        unit: Unit::Count,
+        range: 1..=100_000,
+        least_means: None,
+        default: DEFAULT_MAX_REVIEWS_IN_FLIGHT as u64,
+        written: |config| config.max_reviews_in_flight.map(Written::Number),
+        store: |settings, value| {
+            settings.max_reviews_in_flight = usize::try_from(value).unwrap_or(usize::MAX)
+        },
+    },
+    // At least one review of the largest size (server/body.rs's 3 MiB cap); no most.
+    Bounded {
+        field: "maxRequestBytesInFlight",
+        unit: Unit::Bytes,
+        range: (3 << 20)..=u64::MAX,
+        least_means: None,
+        default: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT as u64,
+        written: |config| config.max_request_bytes_in_flight.as_deref().map(Written::Text),
+        store: |settings, value| {
+            settings.max_request_bytes_in_flight = usize::try_from(value).unwrap_or(usize::MAX);
+        },
+    },
+    Bounded {
+        field: "maxPatchedObjectBytes",
+        unit: Unit::Bytes,
+        range: (1 << 20)..=(1 << 30),
+        least_means: None,
+        default: DEFAULT_MAX_PATCHED_OBJECT_BYTES,
+        written: |config| config.max_patched_object_bytes.as_deref().map(Written::Text),
+        store: |settings, value| settings.max_patched_object_bytes = value,
+    },
+];
+
+/// How a bounded setting is written, and what its values count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    /// A whole number (a YAML integer).
+    Count,
+    /// A Go duration (`250ms`, `1.5s`, `5m`); values in nanoseconds.
+    Duration,
+    /// A whole number of bytes, optionally with `Ki`, `Mi` or `Gi`; values in bytes.
+    Bytes,
+}
+
+/// A bounded setting as written: a YAML integer or a string.
+#[derive(Clone, Copy, Debug)]
+enum Written<'a> {
+    Number(i64),
+    Text(&'a str),
+}
+
+/// One row of [`BOUNDED`]: an optional setting whose value must lie in a range.
+struct Bounded {
+    /// The field, as written in the GatewayConfig.
+    field: &'static str,
+    unit: Unit,
+    /// The values allowed, in the unit's measure; `u64::MAX` at the top: no most.
+    range: RangeInclusive<u64>,
+    /// What the least value means, when it means more than itself (`0`: never eject).
+    least_means: Option<&'static str>,
+    /// The value when the field is unset.
+    default: u64,
+    /// The field as written, when it is.
+    written: fn(&GatewayConfig) -> Option<Written<'_>>,
+    /// Puts a value of `range` in its place in the settings.
+    store: fn(&mut Settings, u64),
+}
+
+/// A duration in nanoseconds, as [`BOUNDED`] measures durations (up to 584 years).
+const fn nanos(duration: Duration) -> u64 {
+    duration.as_nanos() as u64
+}
 
 /// The settings every review reads, defaults applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,18 +219,23 @@ pub(crate) struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Self {
+        let mut settings = Self {
             audit_patch_annotations: false,
             allow_empty_fleet: false,
-            deadline_margin: DEFAULT_DEADLINE_MARGIN,
-            minimum_call_timeout: DEFAULT_MINIMUM_CALL_TIMEOUT,
             equivalent_resources: Vec::new(),
-            shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
-            breaker: crate::upstream::breaker::Policy::default(),
-            max_reviews_in_flight: DEFAULT_MAX_REVIEWS_IN_FLIGHT,
-            max_request_bytes_in_flight: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT,
-            max_patched_object_bytes: DEFAULT_MAX_PATCHED_OBJECT_BYTES,
+            // The rest are BOUNDED's defaults, stored below.
+            deadline_margin: Duration::ZERO,
+            minimum_call_timeout: Duration::ZERO,
+            shadow_in_flight_limit: 0,
+            breaker: crate::upstream::breaker::Policy { failures: 0, eject_for: Duration::ZERO },
+            max_reviews_in_flight: 0,
+            max_request_bytes_in_flight: 0,
+            max_patched_object_bytes: 0,
+        };
+        for setting in &BOUNDED {
+            (setting.store)(&mut settings, setting.default);
         }
+        settings
     }
 }
 
@@ -138,112 +265,23 @@ pub(crate) struct GatewayConfig {
     max_patched_object_bytes: Option<String>,
 }
 
-/// One `equivalentResources` entry as written; checked by [`GatewayConfig::settings`].
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct EquivalentResource {
-    #[serde(default)]
-    group: String,
-    #[serde(default)]
-    resource: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    versions: Vec<String>,
-}
-
 impl GatewayConfig {
     /// The settings this object asks for, or every field that is wrong.
     pub(crate) fn settings(&self) -> Result<Settings, Vec<Finding>> {
         let mut findings = Vec::new();
-        let mut later = Vec::new();
-        let equivalent_resources = equivalent_resources(&self.equivalent_resources, &mut later);
-        let mut duration = |field: &str, text: &Option<String>, default: Duration| match text {
-            None => default,
-            Some(text) => match parse_duration(text) {
-                Ok(duration) => duration,
-                Err(message) => {
-                    findings.push(Finding::error(field, message));
-                    default
-                }
-            },
-        };
         let mut settings = Settings {
             audit_patch_annotations: self.audit_patch_annotations,
             allow_empty_fleet: self.allow_empty_fleet,
-            deadline_margin: duration("deadlineMargin", &self.deadline_margin, DEFAULT_DEADLINE_MARGIN),
-            minimum_call_timeout: duration(
-                "minimumCallTimeout",
-                &self.minimum_call_timeout,
-                DEFAULT_MINIMUM_CALL_TIMEOUT,
-            ),
-            equivalent_resources,
-            shadow_in_flight_limit: DEFAULT_SHADOW_IN_FLIGHT_LIMIT,
-            breaker: crate::upstream::breaker::Policy::default(),
-            max_reviews_in_flight: DEFAULT_MAX_REVIEWS_IN_FLIGHT,
-            max_request_bytes_in_flight: DEFAULT_MAX_REQUEST_BYTES_IN_FLIGHT,
-            max_patched_object_bytes: DEFAULT_MAX_PATCHED_OBJECT_BYTES,
+            ..Settings::default()
         };
-        match self.shadow_in_flight_limit {
-            None => {}
-            Some(limit) => match usize::try_from(limit) {
-                Ok(limit) if (1..=MAX_SHADOW_IN_FLIGHT_LIMIT).contains(&limit) => {
-                    settings.shadow_in_flight_limit = limit;
-                }
-                _ => findings.push(Finding::error("shadowInFlightLimit", format!(
-                        "Invalid value: {limit}: must be between 1 and {MAX_SHADOW_IN_FLIGHT_LIMIT}, inclusive"
-                    ))),
-            },
-        }
-        if let Some(failures) = self.eject_after_failures {
-            match u32::try_from(failures) {
-                Ok(failures) if failures <= MAX_EJECT_AFTER_FAILURES => settings.breaker.failures = failures,
-                _ => findings.push(Finding::error("ejectAfterFailures", format!(
-                        "Invalid value: {failures}: must be between 0 (never eject) and {MAX_EJECT_AFTER_FAILURES}, inclusive"
-                    ))),
+        for setting in &BOUNDED {
+            let Some(written) = (setting.written)(self) else { continue };
+            match setting.check(written) {
+                Ok(value) => (setting.store)(&mut settings, value),
+                Err(message) => findings.push(Finding::error(setting.field, message)),
             }
         }
-        if let Some(text) = &self.eject_for {
-            match crate::go::duration::parse(text).ok().and_then(|nanos| u64::try_from(nanos).ok()) {
-                Some(nanos) if (MIN_EJECT_FOR..=MAX_EJECT_FOR).contains(&Duration::from_nanos(nanos)) => {
-                    settings.breaker.eject_for = Duration::from_nanos(nanos);
-                }
-                _ => findings.push(Finding::error(
-                    "ejectFor",
-                    format!("Invalid value: {text:?}: must be a Go duration from 1s to 5m"),
-                )),
-            }
-        }
-        if let Some(limit) = self.max_reviews_in_flight {
-            match usize::try_from(limit) {
-                Ok(limit) if (1..=MAX_REVIEWS_IN_FLIGHT).contains(&limit) => {
-                    settings.max_reviews_in_flight = limit
-                }
-                _ => findings.push(Finding::error(
-                    "maxReviewsInFlight",
-                    format!(
-                        "Invalid value: {limit}: must be between 1 and {MAX_REVIEWS_IN_FLIGHT}, inclusive"
-                    ),
-                )),
-            }
-        }
-        if let Some(text) = &self.max_request_bytes_in_flight {
-            match parse_bytes(text) {
-                Some(bytes) if bytes >= MIN_REQUEST_BYTES_IN_FLIGHT => settings.max_request_bytes_in_flight = bytes,
-                _ => findings.push(Finding::error("maxRequestBytesInFlight", format!(
-                        "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 3Mi"
-                    ))),
-            }
-        }
-        if let Some(text) = &self.max_patched_object_bytes {
-            match parse_bytes(text).map(|bytes| bytes as u64) {
-                Some(bytes) if PATCHED_OBJECT_BYTES.contains(&bytes) => settings.max_patched_object_bytes = bytes,
-                _ => findings.push(Finding::error("maxPatchedObjectBytes", format!(
-                        "Invalid value: {text:?}: must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"
-                    ))),
-            }
-        }
-        findings.extend(later);
+        settings.equivalent_resources = equivalent_resources(&self.equivalent_resources, &mut findings);
         if findings.is_empty() {
             Ok(settings)
         } else {
@@ -252,122 +290,71 @@ impl GatewayConfig {
     }
 }
 
-/// The `equivalentResources` entries, each checked; every problem is a finding at its path.
-fn equivalent_resources(entries: &[EquivalentResource], findings: &mut Vec<Finding>) -> Vec<CustomResource> {
-    let mut found = Vec::new();
-    let mut seen: Vec<(&str, &str)> = Vec::new();
-    for (i, entry) in entries.iter().enumerate() {
-        let at = format!("equivalentResources[{i}]");
-        let before = findings.len();
-        let mut error = |field: String, message: String| findings.push(Finding::error(field, message));
-        let name = |value: &str,
-                    field: &str,
-                    check: fn(&str) -> Option<&'static str>,
-                    error: &mut dyn FnMut(String, String)| {
-            if value.is_empty() {
-                error(format!("{at}.{field}"), "Required value".into());
-            } else if let Some(why) = check(value) {
-                error(format!("{at}.{field}"), format!("Invalid value: {value:?}: {why}"));
+impl Bounded {
+    /// The value `written` asks for, or the message refusing it.
+    fn check(&self, written: Written<'_>) -> Result<u64, String> {
+        let value = match (self.unit, written) {
+            (Unit::Count, Written::Number(number)) => u64::try_from(number).ok(),
+            (Unit::Duration, Written::Text(text)) => match crate::go::duration::parse(text) {
+                Ok(nanos) => u64::try_from(nanos).ok(),
+                Err(why) => return Err(format!("Invalid value: {written}: {why}")),
+            },
+            (Unit::Bytes, Written::Text(text)) => {
+                parse_bytes(text).and_then(|bytes| u64::try_from(bytes).ok())
+            }
+            // The field's type decides how it is written; a mismatch is a row written wrong.
+            (_, Written::Number(_) | Written::Text(_)) => None,
+        };
+        match value {
+            Some(value) if self.range.contains(&value) => Ok(value),
+            _ => Err(format!("Invalid value: {written}: {}", self.expected(value))),
+        }
+    }
+
+    /// What the field must be, said of a refused `value` (`None`: below zero, or no value of
+    /// the unit at all).
+    fn expected(&self, value: Option<u64>) -> String {
+        let (least, most) = (*self.range.start(), *self.range.end());
+        let (shown_least, shown_most) = (self.unit.show(least), self.unit.show(most));
+        let least_means = self.least_means.map(|means| format!(" ({means})")).unwrap_or_default();
+        const BYTES: &str = "must be a byte count (a whole number, optionally with Ki, Mi or Gi)";
+        match self.unit {
+            Unit::Count => format!("must be between {shown_least}{least_means} and {shown_most}, inclusive"),
+            Unit::Bytes if most == u64::MAX => format!("{BYTES} of at least {shown_least}"),
+            Unit::Bytes => format!("{BYTES} from {shown_least} to {shown_most}"),
+            Unit::Duration if least == 0 && value.is_none() => "must not be negative".to_owned(),
+            Unit::Duration if least == 0 => format!("must be at most {shown_most}"),
+            Unit::Duration => format!("must be a Go duration from {shown_least} to {shown_most}"),
+        }
+    }
+}
+
+impl Unit {
+    /// `value` as it would be written: `3Mi`, `5m`, `1000`.
+    fn show(self, value: u64) -> String {
+        let steps: &[(u64, &str)] = match self {
+            Unit::Count => &[],
+            Unit::Bytes => &[(1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki")],
+            Unit::Duration => {
+                &[(3_600_000_000_000, "h"), (60_000_000_000, "m"), (1_000_000_000, "s"), (1_000_000, "ms")]
             }
         };
-        let built_in = equivalence::is_built_in(&entry.group, &entry.resource);
-        if !built_in {
-            name(&entry.group, "group", check_group, &mut error);
-        }
-        name(&entry.resource, "resource", check_resource, &mut error);
-        name(&entry.kind, "kind", check_kind, &mut error);
-        if entry.versions.is_empty() {
-            error(format!("{at}.versions"), "Required value: the versions served, at least two".into());
-        } else if entry.versions.len() == 1 {
-            error(
-                format!("{at}.versions"),
-                format!("Invalid value: {:?}: at least two versions must be listed", entry.versions),
-            );
-        }
-        for (j, version) in entry.versions.iter().enumerate() {
-            if version.is_empty() {
-                error(format!("{at}.versions[{j}]"), "Required value".into());
-            } else if let Some(why) = check_version(version) {
-                error(format!("{at}.versions[{j}]"), format!("Invalid value: {version:?}: {why}"));
-            } else if entry.versions[..j].contains(version) {
-                error(format!("{at}.versions[{j}]"), format!("Duplicate value: {version:?}"));
-            }
-        }
-        let key = (entry.group.as_str(), entry.resource.as_str());
-        if built_in {
-            error(
-                at.clone(),
-                format!(
-                    "Invalid value: \"{}.{}\": a built-in resource, whose equivalent versions the gateway knows",
-                    key.1, key.0
-                ),
-            );
-        } else if seen.contains(&key) {
-            error(at.clone(), format!("Duplicate value: \"{}.{}\"", key.1, key.0));
-        }
-        seen.push(key);
-        if findings.len() == before {
-            found.push(CustomResource {
-                group: entry.group.clone(),
-                resource: entry.resource.clone(),
-                kind: entry.kind.clone(),
-                versions: entry.versions.clone(),
-            });
+        let exact = steps.iter().find(|(step, _)| value >= *step && value.is_multiple_of(*step));
+        match (exact, self) {
+            (Some((step, suffix)), _) => format!("{}{suffix}", value / step),
+            (None, Unit::Duration) => format!("{value}ns"),
+            (None, _) => value.to_string(),
         }
     }
-    found
 }
 
-/// A CRD's group: a lowercase DNS subdomain with at least one dot.
-fn check_group(group: &str) -> Option<&'static str> {
-    if !is_dns_subdomain(group) {
-        Some("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")
-    } else if !group.contains('.') {
-        Some("should be a domain with at least one dot")
-    } else {
-        None
+impl std::fmt::Display for Written<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Written::Number(number) => write!(f, "{number}"),
+            Written::Text(text) => write!(f, "{text:?}"),
+        }
     }
-}
-
-/// A resource's plural name: a lowercase DNS label.
-fn check_resource(resource: &str) -> Option<&'static str> {
-    (!is_dns_label(resource)).then_some("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")
-}
-
-/// A version: a DNS label starting with a letter, as the CRD's `spec.versions[].name`.
-fn check_version(version: &str) -> Option<&'static str> {
-    (!is_dns_label(version) || !version.starts_with(|c: char| c.is_ascii_lowercase()))
-        .then_some("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character")
-}
-
-/// A kind: letters and digits, starting with a letter.
-fn check_kind(kind: &str) -> Option<&'static str> {
-    (!kind.starts_with(|c: char| c.is_ascii_alphabetic()) || !kind.chars().all(|c| c.is_ascii_alphanumeric()))
-        .then_some("must consist of ASCII letters and digits, starting with a letter")
-}
-
-fn is_dns_label(text: &str) -> bool {
-    text.len() <= 63
-        && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && text.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
-fn is_dns_subdomain(text: &str) -> bool {
-    text.len() <= 253 && text.split('.').all(is_dns_label)
-}
-
-/// A Go duration between 0 and 30 s.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let nanos =
-        crate::go::duration::parse(text).map_err(|message| format!("Invalid value: {text:?}: {message}"))?;
-    let duration = u64::try_from(nanos)
-        .map(Duration::from_nanos)
-        .map_err(|_| format!("Invalid value: {text:?}: must not be negative"))?;
-    if duration > MAX_SETTING_DURATION {
-        return Err(format!("Invalid value: {text:?}: must be at most 30s"));
-    }
-    Ok(duration)
 }
 
 /// `1048576`, `512Ki`, `128Mi`, `1Gi` → bytes.
@@ -441,6 +428,127 @@ mod tests {
         assert!(findings[1].message.contains("negative"), "{}", findings[1].message);
         let findings = config("deadlineMargin: 31s").settings().unwrap_err();
         assert!(findings[0].message.contains("at most 30s"), "{}", findings[0].message);
+    }
+
+    /// Each bounded setting's least and most values, written as a user would, are taken and
+    /// stored in their place; one step beyond either end is refused in words naming the range.
+    /// The bounds here are written out, not read from `BOUNDED`, so a row off by one fails.
+    #[test]
+    fn every_bounded_setting_takes_its_ends_and_refuses_one_step_beyond() {
+        /// A field, its ends written with the value stored, steps beyond with their
+        /// message, and how to read the stored value back.
+        type Row = (&'static str, [(&'static str, u128); 2], &'static [(&'static str, &'static str)], Read);
+        type Read = fn(&Settings) -> u128;
+        const S: u128 = 1_000_000_000;
+        #[rustfmt::skip]
+        let rows: [Row; 8] = [
+            ("deadlineMargin", [("0s", 0), ("30s", 30 * S)],
+             &[("'-1ns'", r#""-1ns": must not be negative"#), ("30.000000001s", r#""30.000000001s": must be at most 30s"#)],
+             |s| s.deadline_margin.as_nanos()),
+            ("minimumCallTimeout", [("'0'", 0), ("30s", 30 * S)],
+             &[("'-1ns'", r#""-1ns": must not be negative"#), ("30000000001ns", r#""30000000001ns": must be at most 30s"#)],
+             |s| s.minimum_call_timeout.as_nanos()),
+            ("shadowInFlightLimit", [("1", 1), ("10000", 10_000)],
+             &[("0", "0: must be between 1 and 10000, inclusive"), ("10001", "10001: must be between 1 and 10000, inclusive")],
+             |s| s.shadow_in_flight_limit as u128),
+            ("ejectAfterFailures", [("0", 0), ("1000", 1000)],
+             &[("-1", "-1: must be between 0 (never eject) and 1000, inclusive"), ("1001", "1001: must be between 0 (never eject) and 1000, inclusive")],
+             |s| u128::from(s.breaker.failures)),
+            ("ejectFor", [("1s", S), ("5m", 300 * S)],
+             &[("999999999ns", r#""999999999ns": must be a Go duration from 1s to 5m"#), ("5m0.000000001s", r#""5m0.000000001s": must be a Go duration from 1s to 5m"#)],
+             |s| s.breaker.eject_for.as_nanos()),
+            ("maxReviewsInFlight", [("1", 1), ("100000", 100_000)],
+             &[("0", "0: must be between 1 and 100000, inclusive"), ("100001", "100001: must be between 1 and 100000, inclusive")],
+             |s| s.max_reviews_in_flight as u128),
+            // No most: the largest count of Gi a 64-bit usize holds stands in for it.
+            ("maxRequestBytesInFlight", [("3Mi", 3 << 20), ("17179869183Gi", 17_179_869_183 << 30)],
+             &[("'3145727'", r#""3145727": must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 3Mi"#)],
+             |s| s.max_request_bytes_in_flight as u128),
+            ("maxPatchedObjectBytes", [("1Mi", 1 << 20), ("1Gi", 1 << 30)],
+             &[("1023Ki", r#""1023Ki": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#),
+               ("'1073741825'", r#""1073741825": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#)],
+             |s| u128::from(s.max_patched_object_bytes)),
+        ];
+        for (field, ends, beyond, read) in rows {
+            for (end, value) in ends {
+                let settings = config(&format!("{field}: {end}")).settings();
+                let settings = settings.unwrap_or_else(|findings| panic!("{field}: {end}: {findings:?}"));
+                assert_eq!(read(&settings), value, "{field}: {end} is stored in its place");
+            }
+            for (step, message) in beyond {
+                let findings = config(&format!("{field}: {step}")).settings().unwrap_err();
+                assert_eq!(
+                    findings,
+                    [Finding::error(field, format!("Invalid value: {message}"))],
+                    "{field}: {step}"
+                );
+            }
+        }
+    }
+
+    /// One GatewayConfig with every bounded setting wrong, and an equivalentResources entry:
+    /// each problem is reported, in the table's order, not only the first.
+    #[test]
+    fn every_wrong_setting_is_reported_not_only_the_first() {
+        let findings = config(
+            "deadlineMargin: soon\nminimumCallTimeout: 31s\nshadowInFlightLimit: 0\nejectAfterFailures: 1001\n\
+             ejectFor: 0s\nmaxReviewsInFlight: -5\nmaxRequestBytesInFlight: 1Mi\nmaxPatchedObjectBytes: 3MB\n\
+             equivalentResources:\n- {group: example.com, resource: widgets, kind: Widget, versions: [v1]}",
+        )
+        .settings()
+        .unwrap_err();
+        let found: Vec<(&str, &str)> =
+            findings.iter().map(|f| (f.field.as_str(), f.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                ("deadlineMargin", r#"Invalid value: "soon": time: invalid duration "soon""#),
+                ("minimumCallTimeout", r#"Invalid value: "31s": must be at most 30s"#),
+                ("shadowInFlightLimit", "Invalid value: 0: must be between 1 and 10000, inclusive"),
+                (
+                    "ejectAfterFailures",
+                    "Invalid value: 1001: must be between 0 (never eject) and 1000, inclusive"
+                ),
+                ("ejectFor", r#"Invalid value: "0s": must be a Go duration from 1s to 5m"#),
+                ("maxReviewsInFlight", "Invalid value: -5: must be between 1 and 100000, inclusive"),
+                (
+                    "maxRequestBytesInFlight",
+                    r#"Invalid value: "1Mi": must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 3Mi"#
+                ),
+                (
+                    "maxPatchedObjectBytes",
+                    r#"Invalid value: "3MB": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#
+                ),
+                (
+                    "equivalentResources[0].versions",
+                    r#"Invalid value: ["v1"]: at least two versions must be listed"#
+                ),
+            ]
+        );
+        assert!(findings.iter().all(|f| f.severity == crate::config::Severity::Error && f.webhook.is_none()));
+    }
+
+    /// The defaults are the documented ones, each inside its own range, and the breaker's are
+    /// the breaker's own.
+    #[test]
+    fn the_defaults_are_the_documented_ones_and_inside_their_ranges() {
+        let defaults = Settings::default();
+        assert_eq!(defaults.breaker, crate::upstream::breaker::Policy::default());
+        assert_eq!(
+            (defaults.deadline_margin, defaults.minimum_call_timeout, defaults.shadow_in_flight_limit),
+            (Duration::from_secs(1), Duration::from_millis(100), 64)
+        );
+        assert_eq!(
+            (
+                defaults.max_reviews_in_flight,
+                defaults.max_request_bytes_in_flight,
+                defaults.max_patched_object_bytes
+            ),
+            (1024, 128 << 20, 3 << 20)
+        );
+        for setting in &BOUNDED {
+            assert!(setting.range.contains(&setting.default), "{}", setting.field);
+        }
     }
 
     /// Loads `files` (name, text) through the real loader.

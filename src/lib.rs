@@ -23,8 +23,9 @@
 //!         threads), logging, match_conditions (CEL), telemetry (metric names, the recorder)
 //! ```
 //!
-//! Still to separate (docs/architecture.md): `config`'s compiled `Hook` holds the upstream
-//! clients and breakers, runtime handles beside the plain configuration.
+//! A compiled webhook (`config::compile::Hook`) carries handles to its client and breaker,
+//! taken from the long-lived `upstream::Clients` the composition root hands to every
+//! compilation (docs/architecture.md, "Runtime handles and the plain configuration").
 //!
 //! `§N` in a comment is a section of `docs/semantics.md`, the API server's dispatch semantics
 //! in our words, each section naming the upstream Kubernetes source it comes from.

@@ -246,13 +246,8 @@ fn compile(
             let id = format!("{}/{}/{}", config.metadata.name, webhook.name, n);
             *n += 1;
             let position = list.len();
-            let mut hook = compile_hook(config, webhook, id, position, clients);
-            hook.shadow_slots = Arc::new(tokio::sync::Semaphore::new(settings.shadow_in_flight_limit));
-            hook.breaker_policy = settings.breaker;
-            if webhook.match_policy.as_deref() == Some("Equivalent") {
-                hook.equivalence = Some(equivalence.clone());
-            }
-            list.push(Arc::new(hook));
+            let shared = Shared { clients, settings: &settings, equivalence: &equivalence };
+            list.push(Arc::new(compile_hook(config, webhook, id, position, shared)));
         }
     }
     let namespaces = objects.namespaces.into_iter().map(|(_, ns)| (ns.name, Arc::new(ns.labels))).collect();
@@ -274,13 +269,24 @@ fn index_entry(hook: &Arc<Hook>) -> (usize, &[Rule], Option<&Equivalence>) {
     (hook.position, hook.rules.as_slice(), hook.equivalence.as_deref())
 }
 
+/// What every webhook of a snapshot is compiled with: the long-lived clients and breakers it
+/// takes its own from, the settings, the equivalence table.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    clients: &'a Clients,
+    settings: &'a super::Settings,
+    equivalence: &'a Arc<Equivalence>,
+}
+
+/// One webhook, compiled in one step.
 fn compile_hook(
     config: &WebhookConfiguration,
     webhook: &super::manifest::Webhook,
     id: String,
     position: usize,
-    clients: &Clients,
+    shared: Shared<'_>,
 ) -> Hook {
+    let Shared { clients, settings, equivalence } = shared;
     let client_config = &webhook.client_config;
     let url = match (&client_config.url, &client_config.service) {
         (Some(url), _) => url.clone(),
@@ -348,12 +354,12 @@ fn compile_hook(
         client,
         condition_uses: match_conditions.iter().fold(Uses::default(), |uses, c| uses.union(c.program.uses)),
         match_conditions,
-        equivalence: None,
+        equivalence: (webhook.match_policy.as_deref() == Some("Equivalent")).then(|| equivalence.clone()),
         // Refused at load when invalid.
         mode: Mode::of(config).unwrap_or_default(),
-        shadow_slots: Arc::new(tokio::sync::Semaphore::new(super::settings::DEFAULT_SHADOW_IN_FLIGHT_LIMIT)),
+        shadow_slots: Arc::new(tokio::sync::Semaphore::new(settings.shadow_in_flight_limit)),
         breaker,
-        breaker_policy: crate::upstream::breaker::Policy::default(),
+        breaker_policy: settings.breaker,
     }
 }
 

@@ -349,17 +349,22 @@ webhook() {
 
 # --- targets and measurements -------------------------------------------------------------
 T_NAMES=()
-declare -A T_LABEL T_URL T_BODY T_PATHS T_FRONT T_EXPECT AGG
+declare -A T_LABEL T_URL T_BODY T_PATHS T_FRONT T_EXPECT T_COUNTED AGG
 # target NAME LABEL URL BODY FRONT_PIDS EXPECT [PATHS]: EXPECT is matched against
 # "HTTP_CODE BODY" of one request sent before the load (to the first of PATHS, if any).
+# target NAME LABEL URL BODY FRONT_PIDS EXPECT [PATHS [COUNTED]]: EXPECT is the answer the
+# check before the load must give ("code body" contains it); COUNTED, what wrk counts as the
+# expected answer when it differs (wrk.lua's EXPECT: a status and a space, or text an HTTP 200
+# body contains; by default EXPECT). Only expected answers are throughput (req/s).
 target() {
     T_NAMES+=("$1")
     T_LABEL[$1]=$2 T_URL[$1]=$3 T_BODY[$1]=$4 T_FRONT[$1]=$5 T_EXPECT[$1]=$6 T_PATHS[$1]=${7:-}
+    T_COUNTED[$1]=${8:-$6}
 }
 reset_scenario() {
     stop_all
     T_NAMES=()
-    T_LABEL=() T_URL=() T_BODY=() T_PATHS=() T_FRONT=() T_EXPECT=() AGG=()
+    T_LABEL=() T_URL=() T_BODY=() T_PATHS=() T_FRONT=() T_EXPECT=() T_COUNTED=() AGG=()
     CONNS=$CONNECTIONS WRK_THREADS=$THREADS S_ROUNDS=$ROUNDS S_DURATION=$DURATION S_WARMUP=$WARMUP
     C1_TARGETS=all WRK_TIMEOUT=10 SAMPLE_IN_FLIGHT=
     rm -rf "$WORK/res" "$WORK/nginx" && mkdir -p "$WORK/res" "$WORK/wrk"
@@ -404,7 +409,7 @@ run() {
         (sleep "$(awk -v s="$seconds" 'BEGIN { print s * 2 / 3 }')" && mock_in_flight > "$wrk.in-flight") &
         sampler=$!
     fi
-    BODY=${T_BODY[$name]} PATHS=${T_PATHS[$name]} wrk -t"$threads" -c"$conns" -d"${seconds}s" \
+    BODY=${T_BODY[$name]} PATHS=${T_PATHS[$name]} EXPECT=${T_COUNTED[$name]} wrk -t"$threads" -c"$conns" -d"${seconds}s" \
         --timeout "${WRK_TIMEOUT}s" -s "$ROOT/loadtest/wrk.lua" "${T_URL[$name]}" > "$wrk" 2>&1 \
         || { cat "$wrk" >&2; die "wrk against $name failed"; }
     [ -z "$sampler" ] || wait "$sampler" || true
@@ -414,9 +419,11 @@ run() {
         "rss_kb=$(memory_kb VmRSS $front) hwm_kb=$(memory_kb VmHWM $front) in_flight=$(cat "$wrk.in-flight")" > "$out"
 }
 
-# aggregate TAG NAME: over the rounds, into AGG[TAG/NAME/FIELD]: rps (total requests / total
-# time), p50/p99/p999 (median of the rounds), max, front_us and mock_us (CPU per request),
-# calls (mock calls per request), rss/hwm (MiB, last / highest), errors, non2xx, requests.
+# aggregate TAG NAME: over the rounds, into AGG[TAG/NAME/FIELD]: rps (total expected answers /
+# total time), p50/p99/p999 (median of the rounds), max, front_us and mock_us (CPU per
+# request), calls (mock calls per request), rss/hwm (MiB, last / highest), errors (wrk's
+# socket errors), non2xx, requests, expected and other (answers that were / were not the
+# expected one), s429 (answers 429) and other_statuses (STATUS:COUNT,… of the others).
 aggregate() {
     local key value
     while read -r key value; do AGG[$1/$2/$key]=$value; done < <(awk -v ticks="$TICKS" '
@@ -432,12 +439,17 @@ aggregate() {
             if (r["max_us"] > max) max = r["max_us"]
             front += r["front_ticks"]; mock += r["mock_ticks"]; calls += r["calls"]
             errors += r["connect_errors"] + r["read_errors"] + r["write_errors"] + r["timeouts"]; non2xx += r["non2xx"]
+            expected += r["expected"]; other += r["other"]; s429 += r["s429"]
+            m = split(r["other_statuses"] == "-" ? "" : r["other_statuses"], pairs, ",")
+            for (j = 1; j <= m; j++) { split(pairs[j], sc, ":"); by[sc[1]] += sc[2] }
             rss = r["rss_kb"]; if (r["hwm_kb"] > hwm) hwm = r["hwm_kb"]; if (r["in_flight"] > in_flight) in_flight = r["in_flight"]
         }
         END {
             if (n == 0) exit
             q = requests > 0 ? requests : 1
-            printf "requests %d\nrps %.1f\np50 %.1f\np99 %.1f\np999 %.1f\nmax %d\nmean %.1f\n", requests, requests * 1e6 / duration, median(p50, n), median(p99, n), median(p999, n), max, mean / q
+            statuses = ""; for (code in by) statuses = statuses (statuses == "" ? "" : ",") code ":" by[code]
+            printf "requests %d\nrps %.1f\np50 %.1f\np99 %.1f\np999 %.1f\nmax %d\nmean %.1f\n", requests, expected * 1e6 / duration, median(p50, n), median(p99, n), median(p999, n), max, mean / q
+            printf "expected %d\nother %d\ns429 %d\nother_statuses %s\n", expected, other, s429, statuses == "" ? "-" : statuses
             printf "in_flight %d\nfront_us %.1f\nmock_us %.1f\ncalls %.2f\nrss %.1f\nhwm %.1f\nerrors %d\nnon2xx %d\n", in_flight, front * 1e6 / ticks / q, mock * 1e6 / ticks / q, calls / q, rss / 1024, hwm / 1024, errors, non2xx
         }' "$WORK/res/$1.$2".[0-9]*)
 }
@@ -479,15 +491,19 @@ verdict() {
 
 print_tables() {
     local name front
-    printf '\n%-26s %9s %8s %8s %9s %8s %9s %8s %9s %7s\n' "c=$CONNS, $S_ROUNDS×${S_DURATION}s" \
-        req/s "p50 ms" "p99 ms" "p999 ms" "calls/r" "front µs" "mock µs" "RSS MiB" errors
+    printf '\n%-26s %9s %8s %8s %9s %8s %9s %8s %9s %7s %7s\n' "c=$CONNS, $S_ROUNDS×${S_DURATION}s" \
+        req/s "p50 ms" "p99 ms" "p999 ms" "calls/r" "front µs" "mock µs" "RSS MiB" errors other
     for name in "${T_NAMES[@]}"; do
         front=${T_FRONT[$name]}
-        printf '%-26s %9.0f %8s %8s %9s %8s %9s %8s %9s %7s\n' "${T_LABEL[$name]}" "$(get load "$name" rps)" \
+        printf '%-26s %9.0f %8s %8s %9s %8s %9s %8s %9s %7s %7s\n' "${T_LABEL[$name]}" "$(get load "$name" rps)" \
             "$(ms "$(get load "$name" p50)")" "$(ms "$(get load "$name" p99)")" "$(ms "$(get load "$name" p999)")" \
             "$(get load "$name" calls)" "$([ -n "$front" ] && fmt "$(get load "$name" front_us)" %.0f || echo -)" \
             "$(fmt "$(get load "$name" mock_us)" %.0f)" "$([ -n "$front" ] && get load "$name" rss || echo -)" \
-            "$(($(get load "$name" errors) + $(get load "$name" non2xx)))"
+            "$(get load "$name" errors)" "$(get load "$name" other)"
+    done
+    for name in "${T_NAMES[@]}"; do # the answers not counted as throughput, by status
+        [ "$(get load "$name" other)" = 0 ] && continue
+        echo "  ${T_LABEL[$name]}: $(get load "$name" other) of $(get load "$name" requests) answers were not the expected ${T_COUNTED[$name]} (status:count $(get load "$name" other_statuses)); not counted in req/s"
     done
     [ -n "${AGG[c1/${T_NAMES[0]}/rps]:-}${AGG[c1/${T_NAMES[-1]}/rps]:-}" ] || return 0
     printf '\n%-26s %9s %8s %8s %9s\n' "c=1, $S_ROUNDS×${C1_DURATION}s" req/s "p50 µs" "p99 µs" "p999 µs"
@@ -653,10 +669,12 @@ scenario_mixed() {
     start_gateway gateway "$WORK/fleet.yaml"
     local b
     b=$(body 10k $PAD)
-    target direct "direct (mock, alternating)" "https://$MOCK/" "$b" "" "$GATEWAY_MUTATE" "/label-a /allow-a"
-    target nginx "nginx -> mock" "https://$NGINX/" "$b" "$NGINX_PIDS" "$GATEWAY_MUTATE" "/label-a /allow-a"
+    # The check sees the first path's answer (a patch); under load every other answer is a
+    # validating one, without a patch: what is counted is `allowed: true`, which both carry.
+    target direct "direct (mock, alternating)" "https://$MOCK/" "$b" "" "$GATEWAY_MUTATE" "/label-a /allow-a" "$ALLOWED"
+    target nginx "nginx -> mock" "https://$NGINX/" "$b" "$NGINX_PIDS" "$GATEWAY_MUTATE" "/label-a /allow-a" "$ALLOWED"
     target gateway "gateway /mutate,/validate" "https://${GW_ADDR[gateway]}/" "$b" "${GW_PID[gateway]}" "$GATEWAY_MUTATE" \
-        "/mutate?timeout=10s /validate?timeout=10s"
+        "/mutate?timeout=10s /validate?timeout=10s" "$ALLOWED"
     measure
     print_tables
     echo
@@ -914,11 +932,13 @@ scenario_overload() {
     print_tables
     echo
     local requests refused served peak
-    requests=$(get load gateway requests) refused=$(get load gateway non2xx)
-    served=$(awk -v r="$requests" -v n="$refused" -v s=7 'BEGIN { printf "%.0f", (r - n) / s }')
+    requests=$(get load gateway requests) refused=$(get load gateway s429)
+    served=$(awk -v r="$(get load gateway expected)" -v s=7 'BEGIN { printf "%.0f", r / s }')
     peak=$(get load gateway hwm)
     figure "reviews answered 200 per second (cap 100, webhook 1 s)" "$served" "≈ 100" "(reference)"
     figure "answers that were 429 (Retry-After), of all" "$refused of $requests" "—" "(reference)"
+    figure "answers neither 200 allowed nor 429, of all" "$(($(get load gateway other) - refused)) of $requests" "0" \
+        "$(verdict "$(($(get load gateway other) - refused))" le 0)"
     figure "gateway calls in flight at the webhook, sampled" "$(get load gateway in_flight)" "≤ 100" "$(verdict "$(get load gateway in_flight)" le 100)"
     figure "gateway peak RSS under the flood / idle" "$peak / $idle MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     gateway_log_note gateway

@@ -162,9 +162,10 @@ pub(super) mod tests {
         for i in 0..1000 {
             (&writer).write_all(format!("line {i}\n").as_bytes()).unwrap();
         }
-        // Within a flush interval or two, without a stop.
-        std::thread::sleep(FLUSH_EVERY * 3);
-        assert_eq!(sink.0.lock().unwrap().iter().filter(|b| **b == b'\n').count(), 1000);
+        // Written without a stop, by the interval's wake-up: waited for as an event (all 1000
+        // lines in the sink), polled up to a deadline far above `FLUSH_EVERY` for a loaded machine.
+        let lines = || sink.0.lock().unwrap().iter().filter(|b| **b == b'\n').count();
+        assert!(eventually(|| lines() == 1000), "{} lines written without a stop", lines());
         (&writer).write_all(b"last\n").unwrap();
         drop(flusher);
         let written = sink.text();
@@ -174,26 +175,51 @@ pub(super) mod tests {
         assert_eq!(writer.dropped(), 0);
     }
 
+    /// Polls `done` every 10 ms until it holds or 20 s have passed (a bound for a loaded
+    /// machine, never reached when the writer works); whether it held.
+    fn eventually(done: impl Fn() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// A `Write` that keeps each batch the writer hands it apart.
+    #[derive(Clone, Default)]
+    struct Batches(Arc<Mutex<Vec<usize>>>);
+
+    impl Write for Batches {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().push(data.len());
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn reaching_the_mark_wakes_the_writer() {
-        let sink = Sink::default();
+        let batches = Batches::default();
         // Lines below the mark would wait an hour: only the wake-up at the mark writes them.
-        let (writer, flusher) = batched_every(sink.clone(), Duration::from_secs(3600)).unwrap();
+        let (writer, flusher) = batched_every(batches.clone(), Duration::from_secs(3600)).unwrap();
         let line = [b'x'; 1023].iter().chain(b"\n").copied().collect::<Vec<u8>>();
         let below = FLUSH_AT / line.len() - 1;
         assert!(below * line.len() < FLUSH_AT && (below + 1) * line.len() >= FLUSH_AT);
         for _ in 0..below {
             (&writer).write_all(&line).unwrap();
         }
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(sink.0.lock().unwrap().is_empty(), "written before the mark");
-        // One more line reaches the mark.
+        // One more line reaches the mark; the write it wakes is waited for as an event.
         (&writer).write_all(&line).unwrap();
-        let waited = std::time::Instant::now();
-        while sink.0.lock().unwrap().len() < FLUSH_AT && waited.elapsed() < Duration::from_secs(20) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(sink.0.lock().unwrap().len(), (below + 1) * line.len(), "not woken at the mark");
+        let written = || batches.0.lock().unwrap().clone();
+        assert!(eventually(|| !written().is_empty()), "not woken at the mark");
+        // Nothing was written before the mark, however long the lines took to arrive: the first
+        // (and only) batch holds every line.
+        assert_eq!(written(), [(below + 1) * line.len()], "batches written");
         drop(flusher);
     }
 

@@ -126,6 +126,22 @@ mod tests {
         );
     }
 
+    /// The budget against the clock itself, with paused time (`start_paused`): the test moves
+    /// `tokio::time::Instant::now()`, which is what `Budget::new` and `grant` are given.
+    #[tokio::test(start_paused = true)]
+    async fn the_budget_runs_down_with_the_clock() {
+        let budget = Budget::new(Instant::now(), Some(5 * S), &settings(S / 2, S / 2));
+        assert_eq!(budget.grant(Some(2 * S), Instant::now()), Grant::Until(Some(Instant::now() + 2 * S)));
+        tokio::time::advance(4 * S).await;
+        // 4.5 s of budget, 4 s gone: what is left, not the call's own 2 s.
+        assert_eq!(budget.grant(Some(2 * S), Instant::now()), Grant::Until(budget.deadline()));
+        tokio::time::advance(S / 10).await;
+        assert_eq!(
+            budget.grant(Some(2 * S), Instant::now()),
+            Grant::Exhausted { left: Duration::from_millis(400) }
+        );
+    }
+
     #[test]
     fn a_hostile_timeout_cannot_overflow_the_clock() {
         let now = Instant::now();

@@ -244,9 +244,12 @@ mod tests {
         Ok(permit.done(policy, failure.as_ref()))
     }
 
-    #[tokio::test]
+    /// Paused time (`start_paused`): the breaker reads `tokio::time::Instant::now()`, so the
+    /// test moves the clock itself and each step is exact, however loaded the machine.
+    #[tokio::test(start_paused = true)]
     async fn ejects_after_consecutive_failures_probes_and_closes() {
-        let policy = Policy { failures: 3, eject_for: Duration::from_millis(50) };
+        let policy = Policy { failures: 3, eject_for: Duration::from_secs(10) };
+        let just_before = policy.eject_for - Duration::from_millis(1);
         let breaker = Breaker::default();
         // Answers in between reset the count; denials and error statuses are answers.
         call(&breaker, policy, Some(refused())).unwrap();
@@ -267,21 +270,41 @@ mod tests {
         assert!(text.contains("ejected by admission-gateway since 20"), "{text}");
         assert!(text.contains("after 3 consecutive failures"), "{text}");
 
-        // After ejectFor: one probe; the others still fail fast while it is out.
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        // Still ejected a millisecond before ejectFor is over.
+        tokio::time::advance(just_before).await;
+        assert!(breaker.admit(policy).is_err(), "probed before ejectFor");
+        assert_eq!(breaker.position(), Position::Open);
+
+        // At ejectFor: one probe; the others still fail fast while it is out.
+        tokio::time::advance(Duration::from_millis(1)).await;
         let probe = breaker.admit(policy).expect("the probe");
         assert_eq!(breaker.position(), Position::HalfOpen);
         assert!(breaker.admit(policy).is_err());
-        // A failed probe ejects again, for another ejectFor.
+        // A failed probe ejects again, for another whole ejectFor from the failure.
         assert_eq!(probe.done(policy, Some(&refused())), Transition::Ejected);
-        assert!(breaker.admit(policy).is_err());
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        tokio::time::advance(just_before).await;
+        assert!(breaker.admit(policy).is_err(), "the second ejection was shorter than ejectFor");
+        tokio::time::advance(Duration::from_millis(1)).await;
         // A probe dropped unreported (abandoned review) frees the slot.
         drop(breaker.admit(policy).expect("a probe"));
         assert_eq!(breaker.position(), Position::Open);
         assert_eq!(call(&breaker, policy, None).unwrap(), Transition::Closed);
         assert_eq!(breaker.position(), Position::Closed);
         assert!(breaker.ejected_since().is_none());
+    }
+
+    /// A call let through before the ejection that answers afterwards does not close the
+    /// breaker: only the probe decides (paused time, as above).
+    #[tokio::test(start_paused = true)]
+    async fn only_the_probe_closes_an_ejected_breaker() {
+        let policy = Policy { failures: 1, eject_for: Duration::from_secs(10) };
+        let breaker = Breaker::default();
+        let early = breaker.admit(policy).expect("closed");
+        assert_eq!(call(&breaker, policy, Some(refused())).unwrap(), Transition::Ejected);
+        assert_eq!(early.done(policy, None), Transition::None);
+        assert_eq!(breaker.position(), Position::Open);
+        tokio::time::advance(policy.eject_for).await;
+        assert_eq!(call(&breaker, policy, None).unwrap(), Transition::Closed);
     }
 
     #[test]

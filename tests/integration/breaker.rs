@@ -38,17 +38,22 @@ async fn a_hanging_webhook_is_ejected_answered_at_once_then_probed_back() {
     )])))
     .await;
 
-    // Three timeouts, each waited for, each failing open.
+    // Three timeouts, each waited for (the 1 s timeout starts after `started`), each failing open.
+    let mut waits = Vec::new();
     for _ in 0..3 {
         let started = Instant::now();
         let answer = gateway.validate(&fixtures::review(POD_CREATE)).await;
-        assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
+        waits.push(started.elapsed());
+        assert!(waits[waits.len() - 1] >= Duration::from_secs(1), "not waited for: {waits:?}");
         assert!(answer.allowed() && answer.annotation(FAILED_OPEN).is_some(), "{}", answer.body);
     }
-    // Ejected: the same decision (failed open, annotated), without the wait or a call.
+    // Ejected: the same decision (failed open, annotated), without the wait or a call. A call
+    // cannot fail before its 1 s timeout (the waits above); an answer sooner than that is one
+    // that did not wait, whatever the machine's load (no fixed bound on the round trip).
     let started = Instant::now();
     let answer = gateway.validate(&fixtures::review(POD_CREATE)).await;
-    assert!(started.elapsed() < Duration::from_millis(200), "{:?}", started.elapsed());
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "ejected answer after {took:?}, the waits {waits:?}");
     assert!(
         answer.allowed() && answer.annotation(FAILED_OPEN) == Some("hung.breaker.example.com"),
         "{}",

@@ -9,14 +9,17 @@
 //!    `deploy/base/rbac.yaml`) with the same manifests as files, and only its own registration
 //!    (`admission-gateway registration --url … --ca-bundle …`) applied.
 //!
-//! Per operation it compares kubectl's exit code, the error (webhook name and text), what kubectl
-//! printed and the stored object (labels, annotations, init containers, data, namespace phase;
-//! not uid, resourceVersion, timestamps, managedFields), how many times each reinvocation mock
-//! was called during it (a reinvocation difference shows there first), prints the table, and
-//! fails on any difference that docs/differences.md does not list.
+//! Per operation it compares kubectl's exit code, the error (webhook name and text), which
+//! registration answered a refusal (its phase: the gateway's mutating or validating webhook, or
+//! the fleet webhook the error names when registered directly), what kubectl printed and the
+//! whole stored object apart from what the API server sets itself (`normalise`: uid,
+//! resourceVersion, generation, managedFields, timestamps), how many times each reinvocation
+//! mock was called during it (a reinvocation difference shows there first), prints the table,
+//! and fails on any difference that docs/differences.md does not list.
 //! Everything listens on and is called at 127.0.0.1. The control plane and kopf are provisioned
 //! on first use (`support/provision.rs`).
 
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -61,6 +64,7 @@ impl Known {
             Known::SeveralDenials => {
                 let denial = direct.error.split("error when creating \"STDIN\": ").nth(1).unwrap_or("?");
                 direct.exit == gateway.exit
+                    && direct.phase == gateway.phase
                     && direct.output == gateway.output
                     && direct.stored == gateway.stored
                     && gateway.error.contains(denial)
@@ -76,11 +80,16 @@ impl Known {
 /// What the direct run must show, so that a suite in which no webhook was called cannot pass:
 /// (operation, what must appear in its outcome).
 const EXERCISED: [(&str, &str); 20] = [
-    ("namespace create open (e2e=enabled)", r#"stored: "{\"labels\":{\"added-label\":\"yes\""#),
-    ("namespace create plain (unlabelled)", r#"\"labels\":null"#),
+    (
+        "namespace create open (e2e=enabled)",
+        r#"stored: "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"labels\":{\"added-label\":\"yes\""#,
+    ),
+    // No labels at all: add-label is scoped to e2e=enabled.
+    ("namespace create plain (unlabelled)", r#"\"metadata\":{\"name\":\"plain\"}"#),
     (
         "pod dry-run create webhook-to-be-mutated",
-        r#"output: "{\"containers\":[\"main=\\\"registry.k8s.io/pause:3.2\\\"\"],\"initContainers\":[\"webhook-added-init-container"#,
+        // In the printed object (nothing is stored by a dry run: the next entry).
+        r#"\"initContainers\":[{\"image\":\"webhook-added-image\",\"imagePullPolicy\":\"Always\",\"name\":\"webhook-added-init-container\""#,
     ),
     ("pod dry-run create webhook-to-be-mutated", "NotFound"),
     ("pod create webhook-to-be-mutated", "webhook-added-init-container"),
@@ -885,6 +894,10 @@ struct Outcome {
     exit: i32,
     /// Standard error, the gateway's own wrapper taken off (see `unwrap_gateway`).
     error: String,
+    /// The phase of the registration that refused it, when a webhook did (`phase_of`): through
+    /// the gateway, which of its two webhooks answered; directly, the fleet webhook's. The
+    /// unwrapped error alone would look the same for a denial in the wrong phase.
+    phase: Option<&'static str>,
     /// Standard output: the object (normalised) for `-o json`, else the text.
     output: String,
     /// The object read back afterwards (normalised), or kubectl's error.
@@ -907,7 +920,7 @@ impl Outcome {
             return "allowed".to_owned();
         }
         match self.error.split("admission webhook \"").nth(1).and_then(|rest| rest.split('"').next()) {
-            Some(name) => format!("denied by {name}"),
+            Some(name) => format!("denied by {name} ({})", self.phase.unwrap_or("?")),
             None => {
                 match self.error.split("failed calling webhook \"").nth(1).and_then(|r| r.split('"').next()) {
                     Some(name) => format!("failed calling {name}"),
@@ -932,33 +945,80 @@ fn unwrap_gateway(text: &str) -> (String, bool) {
     (text.to_owned(), false)
 }
 
-/// The parts of an object admission decides: no uid, resourceVersion, timestamps or managedFields.
-fn normalise(object: &Value) -> String {
-    let mut kept = Map::new();
-    let metadata = &object["metadata"];
-    kept.insert("name".into(), metadata["name"].clone());
-    kept.insert("labels".into(), metadata["labels"].clone());
-    let mut annotations = metadata["annotations"].as_object().cloned().unwrap_or_default();
-    annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-    if !annotations.is_empty() {
-        kept.insert("annotations".into(), json!(annotations));
-    }
-    for list in ["initContainers", "containers"] {
-        if let Some(containers) = object["spec"][list].as_array() {
-            let names: Vec<Value> = containers
-                .iter()
-                .map(|c| json!(format!("{}={}", c["name"].as_str().unwrap(), c["image"])))
-                .collect();
-            kept.insert(list.into(), json!(names));
+/// Which registration's phase each webhook name belongs to: the fleet's (from its manifests)
+/// and the gateway's own two (`GATEWAY_WEBHOOKS`).
+fn phases(fleet_yaml: &str) -> HashMap<String, &'static str> {
+    let mut phases: HashMap<String, &'static str> =
+        GATEWAY_WEBHOOKS.iter().map(|name| (name.to_string(), phase_of_kind(name))).collect();
+    for document in fleet_yaml.split("\n---\n") {
+        let configuration: Value = serde_norway::from_str(document).expect("a fleet manifest");
+        let phase = phase_of_kind(configuration["kind"].as_str().unwrap());
+        for webhook in configuration["webhooks"].as_array().unwrap() {
+            phases.insert(webhook["name"].as_str().unwrap().to_owned(), phase);
         }
     }
-    if !object["data"].is_null() {
-        kept.insert("data".into(), object["data"].clone());
+    phases
+}
+
+/// `mutating` for a MutatingWebhookConfiguration or the gateway's `mutate.` webhook, else
+/// `validating`.
+fn phase_of_kind(kind_or_name: &str) -> &'static str {
+    if kind_or_name.starts_with("Mutating") || kind_or_name.starts_with("mutate.") {
+        "mutating"
+    } else {
+        "validating"
     }
-    if object["kind"] == "Namespace" {
-        kept.insert("phase".into(), object["status"]["phase"].clone());
+}
+
+/// The phase of the first webhook kubectl's error names (`admission webhook "X" denied…`,
+/// `failed calling webhook "X"`), before the gateway's wrapper is taken off: the gateway's own
+/// webhook through the gateway, the fleet's when registered directly. `None`: no webhook named.
+fn phase_of(stderr: &str, phases: &HashMap<String, &'static str>) -> Option<&'static str> {
+    let named = ["admission webhook \"", "failed calling webhook \""]
+        .iter()
+        .filter_map(|lead| stderr.find(lead).map(|at| at + lead.len()))
+        .min()?;
+    let name = stderr[named..].split('"').next()?;
+    Some(phases.get(name).copied().unwrap_or_else(|| panic!("webhook {name:?} is not in the fleet")))
+}
+
+/// Fields the API server sets itself, whatever admission decided (its own clock, counters and
+/// bookkeeping): dropped from `metadata`. `deletionTimestamp` is kept as whether it is set.
+const SERVER_SET_METADATA: [&str; 6] =
+    ["uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"];
+/// Timestamps the API server writes into status conditions (a CRD's `Established`, …).
+const SERVER_SET_TIMES: [&str; 4] = ["lastTransitionTime", "lastUpdateTime", "lastProbeTime", "startTime"];
+
+/// The whole object as kubectl printed it, less what the API server sets itself
+/// (`SERVER_SET_METADATA`, `SERVER_SET_TIMES` anywhere in `status`): labels, annotations,
+/// spec, data, the status the server derives from them (a Pod's `Pending`, a namespace's
+/// phase, a CRD's accepted names) and any field a webhook added are all compared.
+fn normalise(object: &Value) -> String {
+    fn drop_times(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for key in SERVER_SET_TIMES {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(drop_times);
+            }
+            Value::Array(items) => items.iter_mut().for_each(drop_times),
+            _ => {}
+        }
     }
-    Value::Object(kept).to_string()
+    let mut kept = object.clone();
+    if let Some(metadata) = kept["metadata"].as_object_mut() {
+        for key in SERVER_SET_METADATA {
+            metadata.remove(key);
+        }
+        if metadata.contains_key("deletionTimestamp") {
+            metadata.insert("deletionTimestamp".into(), json!("set"));
+        }
+    }
+    if let Some(status) = kept.get_mut("status") {
+        drop_times(status);
+    }
+    kept.to_string()
 }
 
 async fn kubectl(cluster: &ControlPlane, args: &[String], stdin: Option<&Value>) -> (i32, String, String) {
@@ -966,10 +1026,16 @@ async fn kubectl(cluster: &ControlPlane, args: &[String], stdin: Option<&Value>)
     (output.status.code().unwrap_or(-1), binary::text(&output.stdout), binary::text(&output.stderr))
 }
 
-async fn perform(cluster: &ControlPlane, step: &Step, reinvokers: &Reinvokers) -> (Outcome, bool) {
+async fn perform(
+    cluster: &ControlPlane,
+    step: &Step,
+    reinvokers: &Reinvokers,
+    phases: &HashMap<String, &'static str>,
+) -> (Outcome, bool) {
     let before = reinvokers.counts();
     let (exit, stdout, stderr) = kubectl(cluster, &step.args, step.stdin.as_ref()).await;
     let calls = reinvokers.calls_since(before);
+    let phase = phase_of(&stderr, phases);
     let (error, wrapped) = unwrap_gateway(stderr.trim());
     let output = match serde_json::from_str::<Value>(&stdout) {
         Ok(object) => normalise(&object),
@@ -986,7 +1052,7 @@ async fn perform(cluster: &ControlPlane, step: &Step, reinvokers: &Reinvokers) -
     } else {
         stderr.trim().to_owned()
     };
-    (Outcome { exit, error, output, stored, calls }, wrapped)
+    (Outcome { exit, error, phase, output, stored, calls }, wrapped)
 }
 
 /// Waits until the API server calls the registered webhooks (it reads registrations from an
@@ -1080,9 +1146,10 @@ async fn run_script(
     let names: Vec<&str> = registered.lines().map(|line| line.rsplit('/').next().unwrap()).collect();
     assert_eq!(names, expected, "{mode:?}: what the API server calls");
 
+    let phases = phases(fleet_yaml);
     let mut outcomes = Vec::new();
     for step in script() {
-        outcomes.push(perform(&cluster, &step, reinvokers).await);
+        outcomes.push(perform(&cluster, &step, reinvokers, &phases).await);
     }
     if let Some(mut served) = gateway {
         assert!(served.is_running(), "the gateway ran through the script");
@@ -1151,11 +1218,15 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
     let through_gateway = run_script(Mode::Gateway, &fleet_yaml, &reinvokers, kopf_port).await;
 
     let steps = script();
+    // Checked after the table is printed, so that a failure shows every outcome.
+    let mut not_exercised = Vec::new();
     for (name, expected) in EXERCISED {
         let index =
             steps.iter().position(|step| step.name == name).unwrap_or_else(|| panic!("no step {name}"));
         let outcome = format!("{:?}", direct[index].0);
-        assert!(outcome.contains(expected), "direct run, {name}: {expected} not in {outcome}");
+        if !outcome.contains(expected) {
+            not_exercised.push(format!("direct run, {name}: {expected} not in {outcome}"));
+        }
     }
 
     let differences = std::fs::read_to_string(Path::new(REPOSITORY).join("docs/differences.md")).unwrap();
@@ -1202,9 +1273,37 @@ async fn the_gateway_answers_kubectl_as_the_fleet_registered_directly_does() {
             println!("{}:\n  direct:  {}\n  gateway: {}", step.name, direct.error, gateway.error);
         }
     }
+    assert!(not_exercised.is_empty(), "{}", not_exercised.join("\n"));
     assert!(
         unexpected.is_empty(),
         "differences docs/differences.md does not list:\n{}",
         unexpected.join("\n")
     );
+}
+
+/// Without a cluster: the same fleet denial, answered by the gateway's validating webhook as
+/// registered directly, or by its mutating one (a denial in the wrong phase), unwraps to the
+/// same text; only the phase tells them apart, and it does.
+#[test]
+fn a_denial_in_the_wrong_phase_is_a_difference() {
+    let fleet = "kind: MutatingWebhookConfiguration\nwebhooks:\n- name: m.example.com\n---\n\
+                 kind: ValidatingWebhookConfiguration\nwebhooks:\n- name: v.example.com\n";
+    let phases = phases(fleet);
+    let denial = r#"admission webhook "v.example.com" denied the request: no"#;
+    let direct = format!(r#"Error from server: error when creating "STDIN": {denial}"#);
+    let through = |gateway: &str| {
+        format!(
+            r#"Error from server: error when creating "STDIN": admission webhook "{gateway}" denied the request: {denial}"#
+        )
+    };
+    let (right, wrong) = (through(GATEWAY_WEBHOOKS[1]), through(GATEWAY_WEBHOOKS[0]));
+    assert_eq!(unwrap_gateway(&right).0, direct);
+    assert_eq!(unwrap_gateway(&wrong).0, direct, "the text alone cannot tell them apart");
+    assert_eq!(phase_of(&direct, &phases), Some("validating"));
+    assert_eq!(phase_of(&right, &phases), Some("validating"));
+    assert_eq!(phase_of(&wrong, &phases), Some("mutating"));
+    let call_error =
+        r#"Internal error occurred: failed calling webhook "m.example.com": Post "https://x": EOF"#;
+    assert_eq!(phase_of(call_error, &phases), Some("mutating"));
+    assert_eq!(phase_of("Error from server (NotFound): pods \"x\" not found", &phases), None);
 }

@@ -623,7 +623,9 @@ async fn a_connection_the_webhook_said_to_close_is_not_reused() {
         let started = Instant::now();
         let answer = gateway.validate(&fixtures::review(POD_CREATE)).await;
         assert!(answer.allowed(), "{}", answer.body);
-        assert!(started.elapsed() < Duration::from_secs(1), "answered at once, not after a timeout");
+        // A call that waited for the never-coming answer cannot end before its timeout.
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(TIMEOUT_SECONDS), "answered after a timeout: {took:?}");
     }
     assert_eq!(upstream.connections.load(Ordering::SeqCst), 3, "one connection per call");
 }

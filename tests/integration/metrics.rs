@@ -137,7 +137,7 @@ async fn webhook_calls_are_counted_under_the_api_servers_names_and_labels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_webhooks_calls_that_end_differently_are_counted_apart() {
     // Allows, denies, allows, denies: one serving thread, so its cached series handles
-    // (src/server/metrics/webhooks.rs) must tell the calls apart.
+    // (src/pipeline/observe.rs) must tell the calls apart.
     let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let flip = MockWebhook::answering(move |review| {
         if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst).is_multiple_of(2) {
@@ -270,7 +270,8 @@ async fn a_review_whose_caller_goes_away_is_counted_as_abandoned() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_in_flight_and_connections_opened_are_counted_per_webhook() {
-    let slow = MockWebhook::slow(Duration::from_millis(600)).spawn().await;
+    // Held long enough for a loaded machine to read the gauge while the calls are out.
+    let slow = MockWebhook::slow(Duration::from_secs(5)).spawn().await;
     let gateway = TestGateway::validating([webhook("slow.inflight.metrics.example.com", &slow)]).await;
     let host = slow.url().trim_start_matches("https://").split('/').next().unwrap().to_owned();
     let in_flight = |text: &str| {
@@ -285,12 +286,16 @@ async fn calls_in_flight_and_connections_opened_are_counted_per_webhook() {
     let (answers, during) = tokio::join!(
         async { futures_util::future::join_all((0..3).map(|_| gateway.validate(&review))).await },
         async {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            in_flight(&scrape(&gateway).await)
+            // The event: the three calls have reached the webhook (which holds them).
+            let arrived = eventually(Duration::from_secs(5), || async { slow.calls() == 3 }).await;
+            let during = in_flight(&scrape(&gateway).await);
+            (arrived, during, slow.replied())
         }
     );
     assert!(answers.iter().all(|answer| answer.allowed()));
-    assert_eq!(during, 3.0, "three calls in flight half-way");
+    let (arrived, during, replied) = during;
+    assert!(arrived && replied == 0, "the three calls were not all held at once ({replied} replied)");
+    assert_eq!(during, 3.0, "three calls in flight while the webhook holds them");
     assert_eq!(in_flight(&scrape(&gateway).await), 0.0);
 
     // Three concurrent calls opened three connections; three more one after another reuse them.

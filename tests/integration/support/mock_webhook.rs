@@ -3,6 +3,7 @@
 //! (the review, the `?timeout=`, the path and the headers) so a scenario can count calls and
 //! read what the gateway sent.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +43,8 @@ pub struct Received {
     /// The body: an AdmissionReview (`Null` if it was not JSON).
     pub review: Value,
     pub headers: http::HeaderMap,
+    /// When it arrived (its body read), for tests that compare times measured in the test.
+    pub at: tokio::time::Instant,
 }
 
 impl Received {
@@ -69,6 +72,7 @@ impl Received {
 pub struct Mock {
     url: String,
     received: Arc<Mutex<Vec<Received>>>,
+    replied: Arc<AtomicUsize>,
     accept_loop: JoinHandle<()>,
 }
 
@@ -120,11 +124,12 @@ impl MockWebhook {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("mock webhook listener");
         let port = listener.local_addr().expect("mock address").port();
         let received = Arc::new(Mutex::new(Vec::new()));
-        let (behaviour, recorded) = (self.behaviour, received.clone());
+        let replied = Arc::new(AtomicUsize::new(0));
+        let (behaviour, recorded, answered) = (self.behaviour, received.clone(), replied.clone());
         let accept_loop = admission_gateway::testbed::serve(listener, Some(tls), move |request| {
-            handle(request, behaviour.clone(), recorded.clone())
+            handle(request, behaviour.clone(), recorded.clone(), answered.clone())
         });
-        Mock { url: format!("https://127.0.0.1:{port}/webhook"), received, accept_loop }
+        Mock { url: format!("https://127.0.0.1:{port}/webhook"), received, replied, accept_loop }
     }
 }
 
@@ -137,6 +142,13 @@ impl Mock {
     /// How many requests arrived (timed-out ones included).
     pub fn calls(&self) -> usize {
         self.received.lock().unwrap().len()
+    }
+
+    /// How many answers it has finished (after their `Reply::After` pauses). A slow mock's
+    /// `replied() == 0` when the gateway answers is the causal fact that the gateway did not wait
+    /// for it, whatever the machine's load.
+    pub fn replied(&self) -> usize {
+        self.replied.load(Ordering::SeqCst)
     }
 
     /// Every request received, in arrival order.
@@ -167,6 +179,7 @@ async fn handle(
     request: Request<Incoming>,
     behaviour: Behaviour,
     received: Arc<Mutex<Vec<Received>>>,
+    replied: Arc<AtomicUsize>,
 ) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_owned();
     let timeout = request
@@ -180,7 +193,8 @@ async fn handle(
     };
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let mut reply = behaviour(&review);
-    received.lock().unwrap().push(Received { path, timeout, review, headers });
+    let at = tokio::time::Instant::now();
+    received.lock().unwrap().push(Received { path, timeout, review, headers, at });
     loop {
         match reply {
             Reply::After(delay, then) => {
@@ -188,9 +202,13 @@ async fn handle(
                 reply = *then;
             }
             Reply::Json(value) => {
+                replied.fetch_add(1, Ordering::SeqCst);
                 return response(200, "application/json", value.to_string());
             }
-            Reply::Http { status, content_type, body } => return response(status, content_type, body),
+            Reply::Http { status, content_type, body } => {
+                replied.fetch_add(1, Ordering::SeqCst);
+                return response(status, content_type, body);
+            }
         }
     }
 }

@@ -12,7 +12,8 @@ use serde_json::json;
 use crate::support::fixtures::{self, POD_CREATE};
 use crate::support::{eventually, validating, webhook, Fleet, MockWebhook, TestGateway};
 
-/// Longer than a poll (2 s) plus the settle time: a reload, if any, has happened by then.
+/// Longer than a poll (2 s) plus the settle time: a reload, if any, has happened by then. The
+/// tests wait for events (a refusal counted, a fleet served) at most this long.
 const A_RELOAD: Duration = Duration::from_secs(4);
 
 /// Rewrites `path` in place (truncate, then write), as `echo … > file` or a careless editor
@@ -30,6 +31,12 @@ fn write_in_place(path: &std::path::Path, text: &str, pause_half_way: Option<Dur
         }
         None => file.write_all(text.as_bytes()).unwrap(),
     }
+}
+
+/// Whether the gateway counts more than `before` refused reloads within [`A_RELOAD`]: the
+/// event a test about a refused write waits for.
+async fn refused_after(gateway: &TestGateway, before: u64) -> bool {
+    eventually(A_RELOAD, || async { reload_failures(gateway).await > before }).await
 }
 
 async fn reload_failures(gateway: &TestGateway) -> u64 {
@@ -62,15 +69,16 @@ async fn a_file_emptied_in_place_never_replaces_what_it_held() {
         .await
     );
 
+    let before = reload_failures(&gateway).await;
     write_in_place(&file, "", None);
-    tokio::time::sleep(A_RELOAD).await;
+    assert!(refused_after(&gateway, before).await, "the refusal is counted");
     let answer = gateway.validate(&review).await;
     assert!(!answer.allowed(), "an emptied file must not empty the fleet: {}", answer.body);
-    assert!(reload_failures(&gateway).await >= 1, "the refusal is counted");
 
     // Whitespace and comments are empty too.
+    let before = reload_failures(&gateway).await;
     write_in_place(&file, "# nothing yet\n---\n", None);
-    tokio::time::sleep(A_RELOAD).await;
+    assert!(refused_after(&gateway, before).await, "the refusal is counted");
     assert!(!gateway.validate(&review).await.allowed());
 
     // The file's real next content is served.
@@ -91,10 +99,10 @@ async fn a_fleet_is_emptied_only_on_purpose() {
     let review = fixtures::review(POD_CREATE);
 
     // Valid, but without a webhook: refused.
+    let before = reload_failures(&gateway).await;
     gateway.reconfigure(&Fleet::default().namespace("team-a", &[]));
-    tokio::time::sleep(A_RELOAD).await;
+    assert!(refused_after(&gateway, before).await, "the refusal is counted");
     assert!(!gateway.validate(&review).await.allowed(), "no webhooks left is refused by default");
-    assert!(reload_failures(&gateway).await >= 1);
 
     // Said on purpose: served.
     gateway.reconfigure(&Fleet::default().settings(json!({"allowEmptyFleet": true})));
@@ -142,11 +150,14 @@ async fn alternating_valid_invalid_empty_and_torn_writes_under_load_give_no_wron
         write_in_place(&file, &fleet_b, None);
     });
     writer.await.unwrap();
-    tokio::time::sleep(A_RELOAD).await;
+    // Reviews go on until the last write is served.
+    let last_served = eventually(A_RELOAD, || async {
+        gateway.validate(&fixtures::review(POD_CREATE)).await.message().contains("policy b")
+    })
+    .await;
     stop.store(true, Ordering::SeqCst);
     load.await.unwrap();
     assert!(answers.load(Ordering::SeqCst) > 100, "reviews flowed during the writes");
     assert_eq!(wrong.load(Ordering::SeqCst), 0, "of {} answers", answers.load(Ordering::SeqCst));
-    let answer = gateway.validate(&fixtures::review(POD_CREATE)).await;
-    assert!(answer.message().contains("policy b"), "the last write is served: {}", answer.body);
+    assert!(last_served, "the last write is served within {A_RELOAD:?}");
 }

@@ -46,6 +46,20 @@ pub(crate) struct Problem {
     pub(crate) message: String,
 }
 
+impl Problem {
+    /// `finding`, found in `object` of `file`.
+    pub(crate) fn in_object(file: &std::path::Path, object: &str, finding: Finding) -> Self {
+        Problem {
+            severity: finding.severity,
+            file: file.to_path_buf(),
+            object: Some(object.to_owned()),
+            webhook: finding.webhook,
+            field: Some(finding.field),
+            message: finding.message,
+        }
+    }
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let level = match self.severity {

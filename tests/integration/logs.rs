@@ -21,13 +21,7 @@ async fn serve(dir: &std::path::Path, fleet: &Fleet, extra: &[&str]) -> (Served,
 }
 
 async fn post(address: &str, path: &str, review: &Value) -> Value {
-    let request = http::Request::post(format!("http://{address}{path}"))
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(review.to_string())))
-        .unwrap();
-    let (status, body) = send(&http_client(), request).await.expect("the binary answers");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
+    crate::support::binary::post_review(address, path, review).await
 }
 
 /// The next `review answered` line.

@@ -15,13 +15,7 @@ use crate::support::gateway::send;
 use crate::support::{eventually, http_client, mutating, validating, webhook, Fleet, MockWebhook};
 
 async fn post(address: &str, path: &str, review: &Value) -> Value {
-    let request = http::Request::post(format!("http://{address}{path}"))
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(review.to_string())))
-        .unwrap();
-    let (status, body) = send(&http_client(), request).await.expect("the binary answers");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
+    crate::support::binary::post_review(address, path, review).await
 }
 
 async fn get(address: &str, path: &str) -> String {

@@ -58,14 +58,8 @@ fn settings(objects: &Objects, problems: &mut Vec<Problem>) -> Settings {
         });
     }
     config.settings().unwrap_or_else(|findings| {
-        problems.extend(findings.into_iter().map(|finding| Problem {
-            severity: finding.severity,
-            file: source.file.clone(),
-            object: Some(object.clone()),
-            webhook: None,
-            field: Some(finding.field),
-            message: finding.message,
-        }));
+        problems
+            .extend(findings.into_iter().map(|finding| Problem::in_object(&source.file, &object, finding)));
         Settings::default()
     })
 }
@@ -109,14 +103,7 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
     for (source, config) in &mut objects.configurations {
         defaults::apply(config);
         let object = format!("{} {:?}", config.kind.kind_name(), config.metadata.name);
-        let problem = |finding: Finding| Problem {
-            severity: finding.severity,
-            file: source.file.clone(),
-            object: Some(object.clone()),
-            webhook: finding.webhook,
-            field: Some(finding.field),
-            message: finding.message,
-        };
+        let problem = |finding: Finding| Problem::in_object(&source.file, &object, finding);
         problems.extend(validate::configuration(config).into_iter().map(problem));
         problems.extend(gateway_annotations(config).into_iter().map(problem));
         if let Some(first) = seen.insert((config.kind, config.metadata.name.clone()), source.file.clone()) {
@@ -140,14 +127,8 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
                 format!("Duplicate value: {:?}: also defined in {}", namespace.name, first.display()),
             ));
         }
-        problems.extend(findings.into_iter().map(|finding| Problem {
-            severity: finding.severity,
-            file: source.file.clone(),
-            object: Some(object.clone()),
-            webhook: finding.webhook,
-            field: Some(finding.field),
-            message: finding.message,
-        }));
+        problems
+            .extend(findings.into_iter().map(|finding| Problem::in_object(&source.file, &object, finding)));
     }
 }
 

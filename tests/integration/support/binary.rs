@@ -8,6 +8,20 @@ use std::time::Duration;
 
 pub const BINARY: &str = env!("CARGO_BIN_EXE_admission-gateway");
 
+/// POSTs `review` to the served binary's `path` over plain HTTP; the answer, which must be a
+/// 200.
+pub async fn post_review(address: &str, path: &str, review: &serde_json::Value) -> serde_json::Value {
+    let request = http::Request::post(format!("http://{address}{path}"))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from(review.to_string())))
+        .unwrap();
+    let (status, body) = crate::support::gateway::send(&crate::support::http_client(), request)
+        .await
+        .expect("the binary answers");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
 /// Runs the binary to completion off the runtime's threads (the mocks keep serving).
 pub async fn run<S: AsRef<str>>(args: &[S]) -> Output {
     let args: Vec<String> = args.iter().map(|a| a.as_ref().to_owned()).collect();

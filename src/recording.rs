@@ -175,3 +175,68 @@ impl Status {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn entry() -> Entry {
+        Entry {
+            time: SystemTime::now(),
+            endpoint: "validate",
+            request: Bytes::from_static(br#"{"kind":"AdmissionReview","request":{"uid":"u"}}"#),
+            answer: Answer {
+                allowed: true,
+                code: 200,
+                message: None,
+                warnings: Vec::new(),
+                audit_annotations: Default::default(),
+                patch: None,
+                patch_text: None,
+            },
+            webhooks: Vec::new(),
+        }
+    }
+
+    /// Polls `check` until it says what `wanted` accepts, for at most 10 s.
+    fn until(recorder: &Recorder, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let said = recorder.check();
+            if wanted(&said) || Instant::now() > deadline {
+                return said;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// A directory gone from under the recorder fails the writes, which are reported, and
+    /// recording goes on once it can write again; no review waits for any of it.
+    #[test]
+    fn a_failing_directory_is_reported_and_recording_resumes() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("recording");
+        let recorder = Recorder::start(Limits::in_dir(dir.clone())).unwrap();
+        recorder.offer(entry());
+        assert_eq!(until(&recorder, |said| said == "ok (1 written)"), "ok (1 written)");
+
+        // The file being written is gone with its directory: the next write begins a new file
+        // there, and cannot.
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, "not a directory").unwrap();
+        let began = Instant::now();
+        recorder.offer(entry());
+        let offered = began.elapsed();
+        let said = until(&recorder, |said| said.starts_with("failing:"));
+        assert!(said.starts_with("failing: cannot"), "{said}");
+        assert!(offered < Duration::from_secs(1), "offering never waits for the disk: {offered:?}");
+
+        std::fs::remove_file(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        recorder.offer(entry());
+        assert_eq!(until(&recorder, |said| said.starts_with("ok")), "ok (2 written)");
+        assert_eq!(writer::recordings(&dir).unwrap().len(), 1, "a new file in the directory made again");
+    }
+}

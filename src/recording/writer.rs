@@ -5,7 +5,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -90,42 +90,60 @@ fn encode(entry: Entry, redactor: &Redactor) -> Vec<u8> {
 struct Files {
     limits: Limits,
     /// The file written to, and how many bytes it holds.
-    current: Option<(File, u64)>,
+    current: Option<Current>,
     sequence: u64,
+}
+
+/// The file being written.
+struct Current {
+    file: File,
+    size: u64,
+    path: PathBuf,
+    /// Its inode: a file removed or replaced under the writer is noticed, not written into.
+    inode: u64,
+}
+
+impl Current {
+    /// Whether `path` still names the file written to: a file removed (or the directory with
+    /// it) would otherwise take every line while nothing reaches the disk.
+    fn still_there(&self) -> bool {
+        fs::metadata(&self.path).is_ok_and(|metadata| metadata.ino() == self.inode)
+    }
 }
 
 impl Files {
     fn append(&mut self, line: &[u8]) -> anyhow::Result<()> {
         // A line never splits: a file is full when the next line would take it past its bound.
         let bound = self.limits.max_file_bytes;
-        let full =
-            self.current.as_ref().is_some_and(|(_, size)| *size > 0 && *size + line.len() as u64 > bound);
-        if full || self.current.is_none() {
+        let full = |current: &Current| current.size > 0 && current.size + line.len() as u64 > bound;
+        if self.current.as_ref().is_none_or(|current| full(current) || !current.still_there()) {
             self.current = None;
-            self.current = Some((self.begin()?, 0));
+            self.current = Some(self.begin()?);
             self.trim()?;
         }
-        let Some((file, size)) = &mut self.current else { unreachable!("a file was just begun") };
-        if let Err(error) = file.write_all(line) {
+        let Some(current) = &mut self.current else { unreachable!("a file was just begun") };
+        if let Err(error) = current.file.write_all(line) {
             // Begin afresh next time: the file may hold part of this line.
             self.current = None;
             return Err(error).context("cannot write the recording");
         }
-        *size += line.len() as u64;
+        current.size += line.len() as u64;
         Ok(())
     }
 
     /// A new file, named after the time and a sequence number.
-    fn begin(&mut self) -> anyhow::Result<File> {
+    fn begin(&mut self) -> anyhow::Result<Current> {
         let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         self.sequence += 1;
         let path = self.limits.dir.join(format!("reviews-{seconds:012}-{:06}.jsonl", self.sequence));
-        OpenOptions::new()
+        let file = OpenOptions::new()
             .append(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let inode = file.metadata().with_context(|| format!("cannot read {}", path.display()))?.ino();
+        Ok(Current { file, size: 0, path, inode })
     }
 
     /// Removes the oldest files while all of them hold more than `max_total_bytes`; never the

@@ -129,8 +129,10 @@ impl Recorder {
             .name("recording".into())
             .spawn(move || writer::run(entries, limits, key, &reporting))?;
         crate::telemetry::recorder();
+        // Shown from the start; `increment(0)`, not `absolute(0)`: the counters are the
+        // process's, and another recorder started in it must not reset them.
         for result in ["written", "dropped", "failed"] {
-            metrics::counter!(names::RECORDED, "result" => result).absolute(0);
+            metrics::counter!(names::RECORDED, "result" => result).increment(0);
         }
         Ok(Recorder { queue, status })
     }

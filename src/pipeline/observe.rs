@@ -138,7 +138,7 @@ fn calls(outcome: &Outcome, operation: &'static str, elapsed: Duration) -> Durat
                 "error_type" => error_type, "rejection_code" => code.to_string())
             .increment(1);
         }
-        match (call.outcome.clone(), call.mode) {
+        match (&call.outcome, call.mode) {
             (CallOutcome::Error { failed_open: true, .. }, _) => {
                 metrics::counter!(names::WEBHOOK_FAIL_OPEN, "name" => name.clone(), "type" => kind)
                     .increment(1)

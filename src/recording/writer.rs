@@ -54,18 +54,20 @@ pub(super) fn run(entries: Receiver<Entry>, limits: Limits, key: Vec<u8>, status
     let redactor = Redactor::new(&key);
     let mut files = Files { limits, current: None, sequence: 0 };
     for entry in entries {
-        let line = encode(entry, &redactor);
-        match files.append(&line) {
+        let written = encode(entry, &redactor).and_then(|line| files.append(&line));
+        match written {
             Ok(()) => status.wrote(),
             Err(error) => status.failed(format!("{error:#}")),
         }
     }
 }
 
-/// One entry as one line of JSON, redacted.
-fn encode(entry: Entry, redactor: &Redactor) -> Vec<u8> {
+/// One entry as one line of JSON, redacted. A request that does not read again as JSON (it
+/// was read once to be answered) fails the entry, counted, rather than being written as null.
+fn encode(entry: Entry, redactor: &Redactor) -> anyhow::Result<Vec<u8>> {
     let Entry { time, endpoint, request, mut answer, webhooks } = entry;
-    let mut review: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
+    let mut review: Value =
+        serde_json::from_slice(&request).context("the review could not be read again for its redaction")?;
     answer.patch = answer.patch_text.take().and_then(|text| serde_json::from_slice(&text).ok());
     if redactor.review(&mut review) {
         if let Some(patch) = &mut answer.patch {
@@ -81,9 +83,9 @@ fn encode(entry: Entry, redactor: &Redactor) -> Vec<u8> {
         "answer": answer,
         "webhooks": webhooks,
     });
-    let mut line = serde_json::to_vec(&line).unwrap_or_default();
+    let mut line = serde_json::to_vec(&line).context("the record could not be encoded")?;
     line.push(b'\n');
-    line
+    Ok(line)
 }
 
 /// The files of one recording directory.
@@ -204,6 +206,34 @@ mod tests {
         for (path, _) in &kept {
             assert_eq!(fs::metadata(path).unwrap().permissions().mode() & 0o777, 0o600, "{path:?}");
         }
+    }
+
+    /// A request that does not read as JSON is not written as a record of nothing.
+    #[test]
+    fn an_unreadable_request_fails_its_entry() {
+        let entry = |request: &'static [u8]| Entry {
+            time: SystemTime::now(),
+            endpoint: "validate",
+            request: bytes::Bytes::from_static(request),
+            answer: super::super::Answer {
+                allowed: true,
+                code: 200,
+                message: None,
+                warnings: Vec::new(),
+                audit_annotations: Default::default(),
+                patch: None,
+                patch_text: Some(br#"[{"op":"add","path":"/a","value":1}]"#.to_vec()),
+            },
+            webhooks: Vec::new(),
+        };
+        let redactor = Redactor::new(b"key");
+        let error = encode(entry(b"{not json"), &redactor).unwrap_err().to_string();
+        assert!(error.contains("could not be read again"), "{error}");
+        let line = encode(entry(br#"{"request":{"uid":"u"}}"#), &redactor).unwrap();
+        let record: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(record["request"]["request"]["uid"], "u");
+        assert_eq!(record["answer"]["patch"][0]["path"], "/a");
+        assert_eq!(line.last(), Some(&b'\n'));
     }
 
     #[test]

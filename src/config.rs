@@ -11,6 +11,7 @@ pub(crate) mod equivalence;
 pub(crate) mod load;
 pub(crate) mod manifest;
 pub(crate) mod mode;
+pub(crate) mod policy;
 pub(crate) mod reload;
 pub(crate) mod rules;
 pub(crate) mod selector;

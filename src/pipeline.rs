@@ -28,6 +28,7 @@ pub(crate) mod object;
 pub(crate) mod observe;
 pub(crate) mod outcome;
 pub(crate) mod patching;
+pub(crate) mod policy;
 pub(crate) mod record;
 pub(crate) mod shadow;
 pub(crate) mod validate;

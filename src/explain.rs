@@ -64,6 +64,13 @@ pub(crate) enum Step {
         mode: &'static str,
         outcome: String,
     },
+    /// A ValidatingAdmissionPolicy evaluated: which bindings matched, and why each
+    /// validation passed or failed.
+    Policy {
+        policy: String,
+        mode: &'static str,
+        steps: Vec<String>,
+    },
     /// A webhook not called because of a pre-call check (dry run, missing client...).
     NotCalled {
         phase: Phase,
@@ -141,6 +148,13 @@ impl fmt::Display for Explanation {
                 }
                 Step::NotCalled { phase, configuration, webhook, round, outcome } => {
                     writeln!(f, "  {phase:?} round {round}: not called {configuration}/{webhook}: {outcome}")?
+                }
+                Step::Policy { policy, mode, steps } => {
+                    let mode = if *mode == "enforce" { String::new() } else { format!(" (mode {mode})") };
+                    writeln!(f, "  Validating: policy {policy}{mode}")?;
+                    for step in steps {
+                        writeln!(f, "      {step}")?;
+                    }
                 }
             }
         }

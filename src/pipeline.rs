@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! Request ─▶ Review (context.rs) ─▶ mutate::run_chain   sequential, patches applied, IfNeeded round 1
+//!                                ─▶ policies::run       ValidatingAdmissionPolicies, on the mutated object
 //!                                ─▶ validate::fan_out   concurrent, on the mutated object
 //!                                ─▶ Outcome: verdict + one combined patch + annotations + warnings,
 //!                                            and a CallRecord per matched webhook
@@ -28,6 +29,7 @@ pub(crate) mod object;
 pub(crate) mod observe;
 pub(crate) mod outcome;
 pub(crate) mod patching;
+pub(crate) mod policies;
 pub(crate) mod policy;
 pub(crate) mod record;
 pub(crate) mod shadow;
@@ -94,6 +96,10 @@ pub(crate) async fn review(request: Request<'_>) -> (Outcome, shadow::Running) {
     let mut result = Ok(());
     if matches!(endpoint, Endpoint::Mutate | Endpoint::Admit) {
         result = mutate::run_chain(&mut review).await;
+    }
+    // kube-apiserver's validating plugins in order: policies, then webhooks.
+    if result.is_ok() && matches!(endpoint, Endpoint::Validate | Endpoint::Admit) {
+        result = policies::run(&mut review).await;
     }
     if result.is_ok() && matches!(endpoint, Endpoint::Validate | Endpoint::Admit) {
         result = validate::fan_out(&mut review).await;

@@ -278,7 +278,7 @@ pub(crate) fn run(args: RegistrationArgs) -> ExitCode {
 
 fn execute(args: &RegistrationArgs) -> Result<Built, Vec<String>> {
     let ca_bundle = args.ca_bundle.as_deref().map(read_ca_bundle).transpose().map_err(|e| vec![e])?;
-    let (objects, settings, problems) = compile::read_checked(&args.paths);
+    let (objects, settings, _policies, problems) = compile::read_checked(&args.paths);
     let errors = problems.iter().filter(|p| p.severity == Severity::Error).count();
     let mut lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
     if errors > 0 {

@@ -30,6 +30,10 @@ pub(crate) mod names {
     pub(crate) const MATCH_CONDITION_DURATION: &str =
         "apiserver_admission_match_condition_evaluation_seconds";
     pub(crate) const INTERNAL_ERRORS: &str = "apiserver_internal_error";
+    // …/plugin/policy/validating/metrics/metrics.go.
+    pub(crate) const POLICY_CHECKS: &str = "apiserver_validating_admission_policy_check_total";
+    pub(crate) const POLICY_CHECK_DURATION: &str =
+        "apiserver_validating_admission_policy_check_duration_seconds";
 
     // The gateway's own families.
     pub(crate) const REVIEWS: &str = "admission_gateway_reviews_total";
@@ -46,6 +50,9 @@ pub(crate) mod names {
     pub(crate) const WEBHOOK_IN_FLIGHT: &str = "admission_gateway_webhook_in_flight";
     pub(crate) const REVIEWS_ABANDONED: &str = "admission_gateway_reviews_abandoned_total";
     pub(crate) const SHADOW_RESULTS: &str = "admission_gateway_shadow_results_total";
+    pub(crate) const POLICY_SHADOW_RESULTS: &str = "admission_gateway_policy_shadow_results_total";
+    pub(crate) const POLICY_AGREEMENT: &str = "admission_gateway_policy_webhook_agreement_total";
+    pub(crate) const POLICY_DURATION: &str = "admission_gateway_policy_duration_seconds";
     pub(crate) const WARN_DENIALS: &str = "admission_gateway_warn_denials_total";
     pub(crate) const TRACE_SPANS_DROPPED: &str = "admission_gateway_trace_spans_dropped_total";
     pub(crate) const TRACE_SPANS_EXPORT_FAILED: &str = "admission_gateway_trace_spans_export_failed_total";
@@ -74,6 +81,8 @@ const WEBHOOK_BUCKETS: &[f64] =
     &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
 /// The API server's match-condition buckets.
 const CONDITION_BUCKETS: &[f64] = &[0.0001, 0.001, 0.005, 0.01, 0.025, 0.1, 0.2, 0.25];
+/// The API server's policy check buckets (…/policy/validating/metrics/metrics.go).
+const POLICY_CHECK_BUCKETS: &[f64] = &[0.0000005, 0.001, 0.01, 0.1, 1.0];
 /// The gateway's own time per review.
 const GATEWAY_BUCKETS: &[f64] =
     &[0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
@@ -92,6 +101,8 @@ pub(crate) fn recorder() -> &'static PrometheusHandle {
             (names::WEBHOOK_DURATION, WEBHOOK_BUCKETS),
             (names::MATCH_CONDITION_DURATION, CONDITION_BUCKETS),
             (names::REVIEW_GATEWAY_DURATION, GATEWAY_BUCKETS),
+            (names::POLICY_CHECK_DURATION, POLICY_CHECK_BUCKETS),
+            (names::POLICY_DURATION, GATEWAY_BUCKETS),
         ]
         .into_iter()
         .fold(PrometheusBuilder::new(), |builder, (name, buckets)| {
@@ -154,6 +165,28 @@ fn describe() {
         names::MATCH_CONDITION_DURATION,
         Unit::Seconds,
         "matchCondition evaluation time per webhook, by webhook name, kind, type and operation."
+    );
+    describe_counter!(
+        names::POLICY_CHECKS,
+        "Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken."
+    );
+    describe_histogram!(
+        names::POLICY_CHECK_DURATION,
+        Unit::Seconds,
+        "Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding and enforcement action taken."
+    );
+    describe_histogram!(
+        names::POLICY_DURATION,
+        Unit::Seconds,
+        "Time to evaluate one ValidatingAdmissionPolicy for one request (all its bindings and parameters), by policy and mode."
+    );
+    describe_counter!(
+        names::POLICY_SHADOW_RESULTS,
+        "Shadow and canary-shadowed policies' decisions compared with the request's decision, by policy, mode, result and disagreement."
+    );
+    describe_counter!(
+        names::POLICY_AGREEMENT,
+        "A policy's decision compared with the webhook it replaces (admission-gateway/replaces), by policy, configuration, webhook, result (agree, disagree, webhook_error) and disagreement (policy_denies, webhook_denies)."
     );
     describe_histogram!(
         names::WEBHOOK_DURATION,

@@ -170,6 +170,31 @@ impl Parent {
     }
 }
 
+impl Parent {
+    /// The span of one policy's evaluation, which took `elapsed` and has just ended.
+    pub(crate) fn policy(
+        &self,
+        policy: &str,
+        mode: &'static str,
+        decision: &'static str,
+        elapsed: std::time::Duration,
+    ) {
+        let Some((tracer, parent)) = self.0.as_deref() else { return };
+        let end = SystemTime::now();
+        let mut span = tracer
+            .span_builder("admission.policy.evaluate")
+            .with_kind(SpanKind::Internal)
+            .with_start_time(end.checked_sub(elapsed).unwrap_or(end))
+            .with_attributes([
+                KeyValue::new("admission.policy.name", policy.to_owned()),
+                KeyValue::new("admission.policy.mode", mode),
+                KeyValue::new("admission.policy.decision", decision),
+            ])
+            .start_with_context(tracer, parent);
+        span.end_with_timestamp(end);
+    }
+}
+
 /// The client span of one webhook call, ended once the call is judged.
 pub(crate) struct CallSpan {
     span: Span,

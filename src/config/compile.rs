@@ -51,6 +51,8 @@ pub(crate) struct Snapshot {
     pub(crate) documents: std::collections::BTreeMap<PathBuf, usize>,
     /// The gateway's own settings (`GatewayConfig`), defaults when none is configured.
     pub(crate) settings: super::Settings,
+    /// The ValidatingAdmissionPolicies with their bindings and parameters.
+    pub(crate) policies: Arc<super::policy::Policies>,
 }
 
 /// The live snapshot: the only shared mutable state. One load per review.
@@ -163,6 +165,7 @@ impl Snapshot {
             fingerprint: 0,
             documents: Default::default(),
             settings: super::Settings::default(),
+            policies: Arc::default(),
         }
     }
 }
@@ -215,8 +218,9 @@ pub(crate) fn load_inputs(
     clients: &Clients,
     generation: u64,
 ) -> Result<Snapshot, ConfigError> {
-    let (objects, settings, problems) = check::inputs(inputs)?;
+    let (objects, settings, policies, problems) = check::inputs(inputs)?;
     let mut snapshot = compile(objects, problems, clients, generation, settings);
+    snapshot.policies = Arc::new(policies);
     snapshot.fingerprint ^= resources_fingerprint(&inputs.resources);
     Ok(snapshot)
 }
@@ -262,6 +266,7 @@ fn compile(
         fingerprint: objects.fingerprint,
         documents: objects.documents,
         settings,
+        policies: Arc::default(),
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::manifest::{
     ApiVersion, Namespace, ObjectMeta, WebhookConfiguration, WebhookConfigurationBody, WebhookKind,
 };
+use super::policy;
 use super::settings::{self, GatewayConfig};
 use super::{Problem, Severity};
 use strict::strict;
@@ -39,6 +40,9 @@ pub(crate) struct Objects {
     pub(crate) namespaces: Vec<(Source, Namespace)>,
     /// `GatewayConfig` objects (more than one is an error).
     pub(crate) settings: Vec<(Source, GatewayConfig)>,
+    /// ValidatingAdmissionPolicies, their bindings, and every object of another kind (a
+    /// parameter if a policy's `paramKind` names it, else refused when the policies compile).
+    pub(crate) policy: policy::Documents,
     /// Hash of the file names and contents: unchanged input, unchanged fingerprint.
     pub(crate) fingerprint: u64,
     /// Documents found in each file (and text), empty ones included: the reload refuses a
@@ -286,13 +290,18 @@ fn collect(at: &Document<'_>, document: Value, objects: &mut Objects, problems: 
                     collect(at, item.clone(), objects, problems);
                 }
             }
-            None => problems.push(problem(Some("items".into()), None, "Required value: a List needs items".into())),
+            None => problems.push(problem(
+                Some("items".into()),
+                None,
+                "Required value: a List needs items".into(),
+            )),
         },
         (
             ADMISSIONREGISTRATION_V1 | ADMISSIONREGISTRATION_V1BETA1,
             "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
         ) => {
-            let webhook_kind = if kind.starts_with("Mutating") { WebhookKind::Mutating } else { WebhookKind::Validating };
+            let webhook_kind =
+                if kind.starts_with("Mutating") { WebhookKind::Mutating } else { WebhookKind::Validating };
             let version =
                 if api_version == ADMISSIONREGISTRATION_V1 { ApiVersion::V1 } else { ApiVersion::V1beta1 };
             let found = strict::<WebhookConfigurationBody>(&document);
@@ -319,30 +328,34 @@ fn collect(at: &Document<'_>, document: Value, objects: &mut Objects, problems: 
             }
         }
         ("v1", "Namespace") => match document.get("metadata").map(ObjectMeta::deserialize) {
-            Some(Ok(meta)) => objects.namespaces.push((source.clone(), Namespace { name: meta.name, labels: meta.labels })),
+            Some(Ok(meta)) => {
+                objects.namespaces.push((source.clone(), Namespace { name: meta.name, labels: meta.labels }))
+            }
             Some(Err(error)) => problems.push(problem(Some("metadata".into()), None, error.to_string())),
             None => problems.push(problem(Some("metadata.name".into()), None, "Required value".into())),
         },
         (settings::API_VERSION, settings::KIND) => match strict::<GatewayConfig>(&document) {
             Ok(config) => objects.settings.push((source.clone(), config)),
-            Err(errors) => {
-                problems.extend(errors.into_iter().map(|(field, message)| problem(Some(field), None, message)))
-            }
+            Err(errors) => problems
+                .extend(errors.into_iter().map(|(field, message)| problem(Some(field), None, message))),
         },
+        (
+            ADMISSIONREGISTRATION_V1 | ADMISSIONREGISTRATION_V1BETA1,
+            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding",
+        ) => {
+            let found = policy::Found { file: source.file.clone(), object, value: document };
+            match kind.as_str() {
+                "ValidatingAdmissionPolicy" => objects.policy.policies.push(found),
+                _ => objects.policy.bindings.push(found),
+            }
+        }
         ("", _) | (_, "") => problems.push(problem(
             None,
             None,
             "not a Kubernetes object: apiVersion and kind are required".into(),
         )),
-        _ => problems.push(problem(
-            None,
-            None,
-            format!(
-                "unsupported object {api_version}, Kind={kind}: expected {ADMISSIONREGISTRATION_V1} MutatingWebhookConfiguration or ValidatingWebhookConfiguration, v1 Namespace, {} {}, or a v1 List of them",
-                settings::API_VERSION,
-                settings::KIND
-            ),
-        )),
+        // A parameter object if a policy's paramKind names its kind; `Policies::compile` says.
+        _ => objects.policy.others.push(policy::Found { file: source.file.clone(), object, value: document }),
     }
 }
 
@@ -411,19 +424,23 @@ webhooks:
     }
 
     #[test]
-    fn unknown_kinds_and_fields_are_named() {
+    fn unknown_fields_are_named_and_other_kinds_kept_for_the_policies() {
         let (objects, problems, dir) = read(&[
             ("a.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"),
             ("b.yaml", &HOOK.replace("NAME", "b").replace("sideEffects", "sideEffect")),
         ]);
         assert!(objects.configurations.is_empty());
-        assert_eq!(problems.len(), 2, "{problems:?}");
-        assert_eq!(problems[0].file, dir.path().join("a.yaml"));
-        assert!(problems[0].message.contains("apps/v1, Kind=Deployment"), "{}", problems[0]);
-        assert_eq!(problems[1].object.as_deref(), Some("ValidatingWebhookConfiguration \"b\""));
-        assert_eq!(problems[1].webhook.as_deref(), Some("a.example.com"));
-        assert_eq!(problems[1].field.as_deref(), Some("webhooks[0].sideEffect"));
-        assert_eq!(problems[1].message, r#"unknown field "sideEffect" (did you mean "sideEffects"?)"#);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].object.as_deref(), Some("ValidatingWebhookConfiguration \"b\""));
+        assert_eq!(problems[0].webhook.as_deref(), Some("a.example.com"));
+        assert_eq!(problems[0].field.as_deref(), Some("webhooks[0].sideEffect"));
+        assert_eq!(problems[0].message, r#"unknown field "sideEffect" (did you mean "sideEffects"?)"#);
+        // A parameter if a policy names its kind; refused by `Policies::compile` otherwise.
+        let [other] = &objects.policy.others[..] else { panic!("{:?}", objects.policy) };
+        assert_eq!(
+            (other.file.as_path(), other.object.as_str()),
+            (dir.path().join("a.yaml").as_path(), "Deployment \"web\"")
+        );
     }
 
     #[test]

@@ -44,13 +44,21 @@ pub(crate) struct Policies {
 #[derive(Debug)]
 pub(crate) struct Policy {
     pub(crate) name: String,
+    /// `admission-gateway/mode` and `admission-gateway/canary-percent`, as on webhook
+    /// configurations.
+    pub(crate) mode: super::mode::Mode,
+    /// `admission-gateway/replaces`: the validating webhook (configuration, webhook) this
+    /// policy is meant to replace; both are then compared on live traffic.
+    pub(crate) replaces: Option<(String, String)>,
 }
 
 impl Policies {
     /// Compiles `documents`; every problem goes to `problems`, naming file, object, field and,
     /// for an expression, the expression.
     pub(crate) fn compile(documents: Documents, problems: &mut Vec<Problem>) -> Policies {
-        let _ = (documents, problems);
+        for other in documents.others {
+            problems.push(unsupported(&other));
+        }
         Policies::default()
     }
 
@@ -61,5 +69,23 @@ impl Policies {
     /// Every policy in evaluation order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Policy>> {
         self.policies.iter()
+    }
+}
+
+/// The problem of an object of a kind nothing here reads.
+fn unsupported(found: &Found) -> Problem {
+    let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = found.value.get("kind").and_then(Value::as_str).unwrap_or("");
+    Problem {
+        severity: super::Severity::Error,
+        file: found.file.clone(),
+        object: Some(found.object.clone()),
+        webhook: None,
+        field: None,
+        message: format!(
+            "unsupported object {api_version}, Kind={kind}: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, {} {}, or a v1 List of them",
+            super::settings::API_VERSION,
+            super::settings::KIND
+        ),
     }
 }

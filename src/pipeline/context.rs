@@ -11,6 +11,7 @@ use super::conditions;
 use super::matching::{self, NamespaceLabels, Skip};
 use super::object::ObjectState;
 use super::outcome::{CallRecord, Outcome};
+use super::policies;
 use super::record::Records;
 use super::shadow::{self, Shadows};
 use super::Request;
@@ -44,6 +45,8 @@ pub(crate) struct Review<'r> {
     pub(crate) shadows: &'r Shadows,
     /// The shadow calls this review started.
     pub(crate) shadow: shadow::Pending,
+    /// The policies compared once the review is decided (shadowed, or replacing a webhook).
+    pub(crate) policies: policies::Pending,
     /// The review's span, parent of its calls' spans (none when not tracing).
     pub(crate) trace: Parent,
 }
@@ -68,6 +71,7 @@ impl<'r> Review<'r> {
             calls: Vec::new(),
             shadows,
             shadow: shadow::Pending::default(),
+            policies: policies::Pending::default(),
             trace,
         }
     }
@@ -80,6 +84,7 @@ impl<'r> Review<'r> {
             Err(status) => (false, Some(status), None),
         };
         let shadows = shadow::Running(self.shadow.decided(allowed));
+        self.policies.settle(allowed, &self.calls, self.request);
         let answer = Answer {
             allowed,
             status,
@@ -124,9 +129,16 @@ impl<'r> Review<'r> {
     /// mode (cache, else the API server, within the deadline budget), else from the
     /// configured Namespaces.
     pub(crate) async fn look_up_namespace(&mut self, candidates: &[&Arc<Hook>]) {
+        if candidates.iter().any(|hook| matching::has_namespace_selector(hook)) {
+            self.fetch_namespace().await;
+        }
+    }
+
+    /// Looks up the request's namespace once per review, whoever needs it: a webhook's
+    /// namespaceSelector, or the policies (their selectors and `namespaceObject`).
+    pub(crate) async fn fetch_namespace(&mut self) {
         if !matches!(self.namespace, NamespaceLabels::NotNeeded)
             || !matching::reads_namespace_labels(self.request)
-            || !candidates.iter().any(|hook| matching::has_namespace_selector(hook))
         {
             return;
         }

@@ -69,6 +69,10 @@ pub(crate) struct PolicyResult {
     pub(crate) checks: Vec<Check>,
     /// What matched and why, for `review`'s explanation and the spans.
     pub(crate) steps: Vec<String>,
+    /// Whether some binding of the policy matched the request (and so needed its namespace).
+    pub(crate) matched: bool,
+    /// How long the policy's evaluation took, all bindings and parameters.
+    pub(crate) elapsed: std::time::Duration,
 }
 
 /// One observation of `apiserver_validating_admission_policy_check_*`.

@@ -9,16 +9,18 @@ use std::path::PathBuf;
 use super::super::load::{self, Objects};
 use super::super::manifest::{WebhookConfiguration, WebhookKind};
 use super::super::mode::Mode;
+use super::super::policy::Policies;
 use super::super::settings::{self, Settings};
 use super::super::{defaults, equivalence, validate, ConfigError, Finding, Problem, Severity};
 use super::Inputs;
 
 /// The objects of `inputs`, defaulted and validated, with the settings of their
-/// `GatewayConfig` and the cluster's resources; or every problem, when one is an error.
-pub(super) fn inputs(inputs: &Inputs) -> Result<(Objects, Settings, Vec<Problem>), ConfigError> {
+/// `GatewayConfig` and the cluster's resources, and the policies compiled; or every problem,
+/// when one is an error.
+pub(super) fn inputs(inputs: &Inputs) -> Result<(Objects, Settings, Policies, Vec<Problem>), ConfigError> {
     let mut problems = Vec::new();
     let mut objects = load::read_sources(&inputs.paths, &inputs.texts, &mut problems);
-    check(&mut objects, &mut problems);
+    let policies = check(&mut objects, &mut problems);
     let mut settings = settings(&objects, &mut problems);
     for resource in &inputs.resources {
         let listed = settings
@@ -35,7 +37,7 @@ pub(super) fn inputs(inputs: &Inputs) -> Result<(Objects, Settings, Vec<Problem>
     if problems.iter().any(|p| p.severity == Severity::Error) {
         return Err(ConfigError { problems });
     }
-    Ok((objects, settings, problems))
+    Ok((objects, settings, policies, problems))
 }
 
 /// The one `GatewayConfig`'s settings (defaults without one); several are an error.
@@ -89,16 +91,16 @@ fn namespaces_needed(objects: &Objects, problems: &mut Vec<Problem>) {
 
 /// Reads, defaults and validates without compiling: the manifests as the API server would
 /// store them (Namespaces with their `kubernetes.io/metadata.name` label), and every problem.
-pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, Settings, Vec<Problem>) {
+pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, Settings, Policies, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut objects = load::read_paths(paths, &mut problems);
-    check(&mut objects, &mut problems);
+    let policies = check(&mut objects, &mut problems);
     let settings = settings(&objects, &mut problems);
-    (objects, settings, problems)
+    (objects, settings, policies, problems)
 }
 
-/// Defaults and validates every object, adding the problems found.
-fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
+/// Defaults and validates every object, adding the problems found; compiles the policies.
+fn check(objects: &mut Objects, problems: &mut Vec<Problem>) -> Policies {
     let mut seen: HashMap<(WebhookKind, String), PathBuf> = HashMap::new();
     for (source, config) in &mut objects.configurations {
         defaults::apply(config);
@@ -130,6 +132,7 @@ fn check(objects: &mut Objects, problems: &mut Vec<Problem>) {
         problems
             .extend(findings.into_iter().map(|finding| Problem::in_object(&source.file, &object, finding)));
     }
+    Policies::compile(std::mem::take(&mut objects.policy), problems)
 }
 
 /// The gateway's own annotations (`config/mode.rs`).

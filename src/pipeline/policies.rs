@@ -1,0 +1,206 @@
+//! The ValidatingAdmissionPolicies' turn (docs/policies.md): after the mutating chain and
+//! before the validating webhooks, as kube-apiserver runs its `ValidatingAdmissionPolicy`
+//! plugin before `ValidatingAdmissionWebhook`. A denial stops the chain: the validating
+//! webhooks are not called.
+//!
+//! The evaluation itself is `policy.rs`. Here: the request's namespace fetched first (it is
+//! `namespaceObject`), each policy's mode (enforce, warn, canary, shadow), what the enforced
+//! ones leave on the review (the first denial, warnings, audit annotations), the metrics and
+//! spans; and once the review is decided ([`Pending::settle`]), each shadowed policy compared
+//! with the decision and each policy compared with the webhook it replaces.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::context::Review;
+use super::judge::WARN_MODE_PREFIX;
+use super::matching::NamespaceLabels;
+use super::modes::{canary_bucket, CallMode, ShadowMode};
+use super::observe;
+use super::outcome::{CallOutcome, CallRecord};
+use super::policy::{self, Attributes, NoLookups};
+use crate::config::mode::Mode;
+use crate::config::policy::Policy;
+use crate::explain::Step;
+use crate::review::decode::IncomingReview;
+use crate::review::Status;
+
+/// Evaluates every policy; `Err` is the enforced policies' first denial, which fails the
+/// request.
+pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
+    let policies = Arc::clone(&review.snapshot.policies);
+    if policies.is_empty() {
+        return Ok(());
+    }
+    review.fetch_namespace().await;
+    let namespace = namespace_object(review.request, &review.namespace);
+    let old_object: Option<Value> =
+        review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let attributes = Attributes {
+        review: review.request,
+        object: review.object.tree(),
+        old_object: old_object.as_ref(),
+        namespace: namespace.as_ref(),
+    };
+    let results = policy::evaluate(&policies, &attributes, &NoLookups);
+    if results.iter().any(|result| result.matched) {
+        if let Some(status) = namespace_failure(review.request, &review.namespace) {
+            // The API server fetches the namespace of a namespaced request for the first
+            // binding that matches, and fails the request as it is when it cannot.
+            return Err(status);
+        }
+    }
+
+    let mut enforced = Vec::new();
+    for result in &results {
+        let mode = mode_of(&result.policy, review.request);
+        observe::policy_evaluated(result, mode, &review.trace);
+        review.explanation.record(|| Step::Policy {
+            policy: result.policy.name.clone(),
+            mode: mode.as_str(),
+            steps: result.steps.clone(),
+        });
+        let denied = !result.denials.is_empty();
+        if result.policy.replaces.is_some() {
+            review.policies.paired.push((Arc::clone(&result.policy), denied));
+        }
+        match mode {
+            CallMode::Enforce | CallMode::Canary => enforced.push(result),
+            CallMode::Warn => {
+                let verdict = policy::aggregate([result]);
+                let mut warnings = verdict.warnings;
+                if let Some(message) = verdict.denial.and_then(|status| status.message) {
+                    warnings.push(format!("{WARN_MODE_PREFIX}{message}"));
+                }
+                review.records.warn(Some(warnings));
+                for (key, value) in verdict.audit_annotations {
+                    review.records.annotate(key, value);
+                }
+            }
+            CallMode::Shadow(mode) => {
+                review.policies.shadowed.push((Arc::clone(&result.policy), mode, denied))
+            }
+        }
+    }
+    let verdict = policy::aggregate(enforced);
+    review.records.warn(Some(verdict.warnings));
+    for (key, value) in verdict.audit_annotations {
+        review.records.annotate(key, value);
+    }
+    match verdict.denial {
+        Some(status) => Err(status),
+        None => Ok(()),
+    }
+}
+
+/// How `policy` is run for `request`: a canary is enforced for a stable share of objects.
+fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
+    match policy.mode {
+        Mode::Enforce => CallMode::Enforce,
+        Mode::Warn => CallMode::Warn,
+        Mode::Shadow => CallMode::Shadow(ShadowMode::Shadow),
+        Mode::Canary(percent) if canary_bucket(&policy.name, request) < u64::from(percent) => {
+            CallMode::Canary
+        }
+        Mode::Canary(_) => CallMode::Shadow(ShadowMode::Canary),
+    }
+}
+
+/// The failure of a namespaced request whose namespace cannot be had (§3.5).
+fn namespace_failure(request: &IncomingReview, namespace: &NamespaceLabels) -> Option<Status> {
+    let name = &request.request.namespace;
+    match namespace {
+        NamespaceLabels::Missing { .. } => Some(Status {
+            status: Some("Failure".into()),
+            message: Some(format!("namespaces {name:?} not found")),
+            reason: Some("NotFound".into()),
+            details: Some(json!({"name": name, "kind": "namespaces"})),
+            code: Some(404),
+            ..Status::default()
+        }),
+        NamespaceLabels::Unavailable(message) => Some(Status {
+            status: Some("Failure".into()),
+            message: Some(message.clone()),
+            reason: Some("InternalError".into()),
+            code: Some(500),
+            ..Status::default()
+        }),
+        NamespaceLabels::NotNeeded | NamespaceLabels::Found(_) => None,
+    }
+}
+
+/// `namespaceObject` (§6.4): the request's Namespace as far as the gateway knows it — name and
+/// labels (docs/policies.md says what else a policy cannot read here).
+fn namespace_object(request: &IncomingReview, namespace: &NamespaceLabels) -> Option<Value> {
+    let NamespaceLabels::Found(labels) = namespace else { return None };
+    let name = &request.request.namespace;
+    Some(json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": labels.as_ref()},
+    }))
+}
+
+/// What is compared once the review is decided.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    /// Shadowed policies and whether each denied.
+    shadowed: Vec<(Arc<Policy>, ShadowMode, bool)>,
+    /// Policies that replace a webhook, and whether each denied.
+    paired: Vec<(Arc<Policy>, bool)>,
+}
+
+impl Pending {
+    /// Counts each shadowed policy against the decision, and each replacing policy against its
+    /// webhook's own outcome when that webhook was called on the critical path.
+    pub(crate) fn settle(&self, allowed: bool, calls: &[CallRecord], request: &IncomingReview) {
+        let uid = &request.request.uid.value;
+        for (policy, mode, denied) in &self.shadowed {
+            let (result, disagreement) = match (*denied, allowed) {
+                (true, true) => ("disagree", "would_deny"),
+                (false, false) => ("disagree", "would_allow"),
+                _ => ("agree", ""),
+            };
+            observe::policy_shadow(policy, *mode, result, disagreement, uid);
+        }
+        for (policy, denied) in &self.paired {
+            let Some((configuration, webhook)) = &policy.replaces else { continue };
+            let call = calls.iter().find(|call| {
+                call.round == 0 && call.hook.configuration == *configuration && call.hook.name == *webhook
+            });
+            let Some(call) = call else { continue };
+            let (result, disagreement) = match (&call.outcome, *denied) {
+                (CallOutcome::Denied { .. }, true) | (CallOutcome::Allowed { .. }, false) => ("agree", ""),
+                (CallOutcome::Allowed { .. }, true) => ("disagree", "policy_denies"),
+                (CallOutcome::Denied { .. }, false) => ("disagree", "webhook_denies"),
+                (CallOutcome::Error { .. } | CallOutcome::DryRunRefused, _) => ("webhook_error", ""),
+            };
+            observe::policy_paired(policy, configuration, webhook, result, disagreement, request);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_namespace_is_the_api_servers_404() {
+        let body = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u", "operation": "CREATE", "namespace": "team-a", "name": "web",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "userInfo": {"username": "alice"},
+            },
+        });
+        let request = crate::review::decode::review(body.to_string().as_bytes()).unwrap();
+        let status =
+            namespace_failure(&request, &NamespaceLabels::Missing { live: false }).expect("a failure");
+        assert_eq!(status.code, Some(404));
+        assert_eq!(status.message.as_deref(), Some(r#"namespaces "team-a" not found"#));
+        assert!(namespace_failure(&request, &NamespaceLabels::NotNeeded).is_none());
+    }
+}

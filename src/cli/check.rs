@@ -29,8 +29,9 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                 println!("{problem}");
             }
             match (valid, counts) {
-                (true, Some((mutating, validating, namespaces))) => println!(
-                    "configuration is valid: {mutating} mutating and {validating} validating webhooks, {namespaces} namespaces{}",
+                (true, Some((mutating, validating, namespaces, policies))) => println!(
+                    "configuration is valid: {mutating} mutating and {validating} validating webhooks, {}{namespaces} namespaces{}",
+                    if policies > 0 { format!("{policies} ValidatingAdmissionPolicies, ") } else { String::new() },
                     if warnings > 0 { format!(", {warnings} warning(s)") } else { String::new() }
                 ),
                 _ => println!("configuration refused: {errors} error(s), {warnings} warning(s)"),
@@ -43,7 +44,7 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
         }
         output => {
             let problems: Vec<_> = problems.iter().map(problem_json).collect();
-            let (mutating, validating, namespaces) = counts.unwrap_or_default();
+            let (mutating, validating, namespaces, policies) = counts.unwrap_or_default();
             print_structured(
                 output,
                 &json!({
@@ -51,6 +52,7 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                     "errors": errors,
                     "warnings": warnings,
                     "webhooks": {"mutating": mutating, "validating": validating},
+                    "policies": policies,
                     "namespaces": namespaces,
                     "problems": problems,
                 }),
@@ -93,14 +95,17 @@ fn unfilled_placeholders(problems: &[Problem]) -> Vec<String> {
     notes
 }
 
-fn counts(snapshot: &Snapshot) -> (usize, usize, usize) {
-    (snapshot.mutating.len(), snapshot.validating.len(), snapshot.namespaces.len())
+fn counts(snapshot: &Snapshot) -> (usize, usize, usize, usize) {
+    let policies = snapshot.policies.iter().count();
+    (snapshot.mutating.len(), snapshot.validating.len(), snapshot.namespaces.len(), policies)
 }
 
-/// A configuration with no webhook at all is almost always a mistake (a wrong path, an empty
-/// ConfigMap): an error unless `--allow-empty`.
+/// A configuration with no webhook and no policy at all is almost always a mistake (a wrong
+/// path, an empty ConfigMap): an error unless `--allow-empty`.
 fn empty_fleet(snapshot: &Snapshot, args: &CheckArgs) -> Option<Problem> {
-    (snapshot.mutating.is_empty() && snapshot.validating.is_empty()).then(|| Problem {
+    let empty =
+        snapshot.mutating.is_empty() && snapshot.validating.is_empty() && snapshot.policies.is_empty();
+    empty.then(|| Problem {
         severity: Severity::Error,
         file: args.config.paths.first().cloned().unwrap_or_default(),
         object: None,

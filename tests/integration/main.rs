@@ -28,6 +28,7 @@ mod metrics;
 mod modes;
 mod mutating;
 mod overload;
+mod policies;
 mod prometheus;
 mod readiness;
 mod recording;

@@ -164,11 +164,13 @@ pub struct Fleet {
     configurations: Vec<Configuration>,
     namespaces: Vec<Value>,
     settings: Option<Value>,
+    /// Any other object: policies, bindings, their parameters.
+    objects: Vec<Value>,
 }
 
 impl Fleet {
     pub fn of(configurations: impl IntoIterator<Item = Configuration>) -> Self {
-        Self { configurations: configurations.into_iter().collect(), namespaces: Vec::new(), settings: None }
+        Self { configurations: configurations.into_iter().collect(), ..Self::default() }
     }
 
     /// Adds the gateway's own settings: a `GatewayConfig` with these fields.
@@ -196,6 +198,12 @@ impl Fleet {
         self
     }
 
+    /// Adds any object: a ValidatingAdmissionPolicy, its binding, a parameter.
+    pub fn object(mut self, object: Value) -> Self {
+        self.objects.push(object);
+        self
+    }
+
     /// The fleet as one multi-document YAML file.
     pub fn yaml(&self) -> String {
         self.configurations
@@ -203,6 +211,7 @@ impl Fleet {
             .map(Configuration::manifest)
             .chain(self.namespaces.iter().cloned())
             .chain(self.settings.iter().cloned())
+            .chain(self.objects.iter().cloned())
             .map(|object| serde_norway::to_string(&object).expect("YAML"))
             .collect::<Vec<_>>()
             .join("---\n")

@@ -1,0 +1,319 @@
+//! ValidatingAdmissionPolicies (docs/policies.md) through the gateway: evaluated after the
+//! mutating webhooks and before the validating ones, with the API server's messages, codes,
+//! warnings and audit annotations; shadowed beside the webhook they replace, the agreement
+//! counted. Expected texts are those of kubernetes/kubernetes
+//! `test/integration/apiserver/cel/validatingadmissionpolicy_test.go`.
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+use crate::support::binary::{run, text, write, Served};
+use crate::support::fixtures::{self, NAMESPACE_CREATE, POD_UPDATE};
+use crate::support::prometheus;
+use crate::support::{mutating, reply, validating, webhook, Fleet, MockWebhook, TestGateway};
+
+/// A ValidatingAdmissionPolicy on `resources` (core group) for `operations`.
+fn policy(name: &str, operations: &[&str], resources: &[&str], spec: Value) -> Value {
+    let mut object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": resources,
+            }]},
+        },
+    });
+    for (field, value) in spec.as_object().expect("spec fields") {
+        object["spec"][field] = value.clone();
+    }
+    object
+}
+
+/// A binding of `policy` with these actions.
+fn binding(name: &str, policy: &str, actions: &[&str]) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": policy, "validationActions": actions},
+    })
+}
+
+fn annotated(mut object: Value, annotations: &[(&str, &str)]) -> Value {
+    for (key, value) in annotations {
+        object["metadata"]["annotations"][*key] = json!(value);
+    }
+    object
+}
+
+/// The namespace-suffix policy of the upstream integration test.
+fn namespace_suffix(actions: &[&str]) -> Fleet {
+    with_namespace_suffix(Fleet::default(), actions)
+}
+
+fn with_namespace_suffix(fleet: Fleet, actions: &[&str]) -> Fleet {
+    fleet
+        .object(policy(
+            "validate-namespace-suffix",
+            &["CREATE"],
+            &["namespaces"],
+            json!({"validations": [{"expression": "object.metadata.name.endsWith('k8s')"}]}),
+        ))
+        .object(binding("validate-namespace-suffix-binding", "validate-namespace-suffix", actions))
+}
+
+fn namespace_named(name: &str) -> Value {
+    let mut review = fixtures::review(NAMESPACE_CREATE);
+    review["request"]["name"] = json!(name);
+    review["request"]["namespace"] = json!(name);
+    review["request"]["object"]["metadata"]["name"] = json!(name);
+    review
+}
+
+fn pod_named(name: &str) -> Value {
+    let mut review = fixtures::review(POD_UPDATE);
+    review["request"]["name"] = json!(name);
+    review["request"]["uid"] = json!(format!("uid-{name}"));
+    review["request"]["object"]["metadata"]["name"] = json!(name);
+    review
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denying_policy_answers_as_the_api_server_and_the_validating_webhooks_are_not_called() {
+    let later = MockWebhook::allowing().spawn().await;
+    let fleet = Fleet::of([validating(
+        "later",
+        [webhook("later.policies.example.com", &later).rule(&["CREATE"], &["namespaces"])],
+    )]);
+    let fleet = with_namespace_suffix(fleet, &["Deny"]);
+    let gateway = TestGateway::start(fleet).await;
+
+    for endpoint in ["/validate", "/admit"] {
+        let answer = gateway.review(endpoint, &namespace_named("test-foobar")).await;
+        assert!(!answer.allowed(), "{endpoint}: {}", answer.body);
+        assert_eq!(
+            answer.message(),
+            "namespaces \"test-foobar\" is forbidden: ValidatingAdmissionPolicy 'validate-namespace-suffix' with binding 'validate-namespace-suffix-binding' denied request: failed expression: object.metadata.name.endsWith('k8s')",
+            "{endpoint}"
+        );
+        assert_eq!(answer.code(), Some(422), "{endpoint}");
+        assert_eq!(answer.reason(), "Invalid", "{endpoint}");
+    }
+    // A denial stops the chain: the validating webhook was never asked.
+    assert_eq!(later.calls(), 0);
+    let allowed = gateway.validate(&namespace_named("test-k8s")).await;
+    assert!(allowed.allowed(), "{}", allowed.body);
+    assert_eq!(later.calls(), 1, "allowed by the policy, the webhooks are called");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admit_evaluates_the_mutated_object_and_validate_the_object_received() {
+    let label =
+        MockWebhook::patching(json!([{"op": "add", "path": "/metadata/labels/owner", "value": "team-a"}]))
+            .spawn()
+            .await;
+    let fleet = Fleet::of([mutating(
+        "owners",
+        [webhook("owner.policies.example.com", &label).rule(&["UPDATE"], &["pods"])],
+    )])
+    .object(policy(
+        "owner-required",
+        &["UPDATE"],
+        &["pods"],
+        json!({"validations": [{
+            "expression": "has(object.metadata.labels) && 'owner' in object.metadata.labels",
+            "message": "pods need an owner label",
+            "reason": "Forbidden",
+        }]}),
+    ))
+    .object(binding("owner-required-binding", "owner-required", &["Deny"]));
+    let gateway = TestGateway::start(fleet).await;
+
+    let admitted = gateway.admit(&pod_named("web")).await;
+    assert!(admitted.allowed(), "the owner label was added before the policy ran: {}", admitted.body);
+    let validated = gateway.validate(&pod_named("web")).await;
+    assert!(!validated.allowed(), "{}", validated.body);
+    assert_eq!(
+        validated.message(),
+        "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'owner-required' with binding 'owner-required-binding' denied request: pods need an owner label"
+    );
+    assert_eq!((validated.code(), validated.reason()), (Some(403), "Forbidden"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warn_and_audit_actions_allow_with_the_api_servers_warning_and_audit_annotation() {
+    let gateway = TestGateway::start(namespace_suffix(&["Warn", "Audit"])).await;
+    let answer = gateway.validate(&namespace_named("test-foobar")).await;
+    assert!(answer.allowed(), "{}", answer.body);
+    assert_eq!(
+        answer.warnings(),
+        ["Validation failed for ValidatingAdmissionPolicy 'validate-namespace-suffix' with binding 'validate-namespace-suffix-binding': failed expression: object.metadata.name.endsWith('k8s')"]
+    );
+    // The gateway returns `A/B` keys as `A_B` (the API server prefixes them with its name).
+    let audit = answer
+        .annotation("validation.policy.admission.k8s.io_validation_failure")
+        .unwrap_or_else(|| panic!("no validation_failure annotation: {:?}", answer.annotation_keys()));
+    assert_eq!(
+        audit,
+        r#"[{"message":"failed expression: object.metadata.name.endsWith('k8s')","policy":"validate-namespace-suffix","binding":"validate-namespace-suffix-binding","expressionIndex":0,"validationActions":["Warn","Audit"]}]"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parameter_from_the_configuration_feeds_the_message_and_the_audit_annotation() {
+    let params = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "replica-limit", "namespace": "default"},
+        "data": {"prefix": "prod-"},
+    });
+    let mut bound = binding("prefix-binding", "name-prefix", &["Deny"]);
+    bound["spec"]["paramRef"] =
+        json!({"name": "replica-limit", "namespace": "default", "parameterNotFoundAction": "Deny"});
+    let fleet = Fleet::default()
+        .object(policy(
+            "name-prefix",
+            &["UPDATE"],
+            &["pods"],
+            json!({
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "validations": [{
+                    "expression": "object.metadata.name.startsWith(params.data.prefix)",
+                    "messageExpression": "'name must start with ' + params.data.prefix",
+                }],
+                "auditAnnotations": [{"key": "prefix", "valueExpression": "params.data.prefix"}],
+            }),
+        ))
+        .object(bound)
+        .object(params);
+    let gateway = TestGateway::start(fleet).await;
+
+    let denied = gateway.validate(&pod_named("web")).await;
+    assert!(!denied.allowed(), "{}", denied.body);
+    assert_eq!(
+        denied.message(),
+        "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'name-prefix' with binding 'prefix-binding' denied request: name must start with prod-"
+    );
+    assert_eq!(denied.annotation("name-prefix_prefix"), Some("prod-"), "{:?}", denied.annotation_keys());
+    let allowed = gateway.validate(&pod_named("prod-web")).await;
+    assert!(allowed.allowed(), "{}", allowed.body);
+}
+
+/// `result/disagreement` → count of `family` for `policy`.
+async fn counted(gateway: &TestGateway, family: &str, policy: &str) -> HashMap<String, u64> {
+    let (_, text) = gateway.admin_get("/metrics").await;
+    prometheus::matching(&text, family, &[("policy", policy)])
+        .into_iter()
+        .map(|(labels, value)| {
+            let label = |name: &str| {
+                labels.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v.clone()).unwrap_or_default()
+            };
+            (format!("{}/{}", label("result"), label("disagreement")), value as u64)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadowed_policy_beside_the_webhook_it_replaces_counts_exactly_the_requests_they_differ_on() {
+    // The webhook refuses names starting with "bad"; the policy meant to replace it refuses
+    // names containing "bad": they differ on "x-bad" only.
+    let names = MockWebhook::answering(|review: &Value| {
+        let name = review["request"]["name"].as_str().unwrap_or_default();
+        if name.starts_with("bad") {
+            reply::deny(review, "bad names are refused")
+        } else {
+            reply::allow(review)
+        }
+    })
+    .spawn()
+    .await;
+    let replacing = annotated(
+        policy(
+            "no-bad-names",
+            &["UPDATE"],
+            &["pods"],
+            json!({"validations": [{"expression": "!object.metadata.name.contains('bad')"}]}),
+        ),
+        &[
+            ("admission-gateway/mode", "shadow"),
+            ("admission-gateway/replaces", "names/names.policies.example.com"),
+        ],
+    );
+    let fleet = Fleet::of([validating(
+        "names",
+        [webhook("names.policies.example.com", &names).rule(&["UPDATE"], &["pods"])],
+    )])
+    .object(replacing)
+    .object(binding("no-bad-names-binding", "no-bad-names", &["Deny"]));
+    let gateway = TestGateway::start(fleet).await;
+
+    for (name, allowed) in
+        [("good-1", true), ("good-2", true), ("bad-1", false), ("bad-2", false), ("x-bad", true)]
+    {
+        let answer = gateway.validate(&pod_named(name)).await;
+        assert_eq!(
+            answer.allowed(),
+            allowed,
+            "{name}: the webhook decides, the policy is shadowed: {}",
+            answer.body
+        );
+    }
+    let agreement =
+        counted(&gateway, "admission_gateway_policy_webhook_agreement_total", "no-bad-names").await;
+    assert_eq!(
+        agreement,
+        HashMap::from([("agree/".to_owned(), 4), ("disagree/policy_denies".to_owned(), 1)])
+    );
+    let shadow = counted(&gateway, "admission_gateway_policy_shadow_results_total", "no-bad-names").await;
+    assert_eq!(shadow, HashMap::from([("agree/".to_owned(), 4), ("disagree/would_deny".to_owned(), 1)]));
+    // A shadowed policy acts on nothing: the API server's check family counts no action of it.
+    let (_, text) = gateway.admin_get("/metrics").await;
+    assert!(prometheus::matching(
+        &text,
+        "apiserver_validating_admission_policy_check_total",
+        &[("policy", "no-bad-names")]
+    )
+    .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_checks_policies_naming_every_problem_and_serves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = Fleet::default()
+        .object(policy(
+            "broken",
+            &["CREATE"],
+            &["namespaces"],
+            json!({"validations": [
+                {"expression": "object.metadata.name.endsWith("},
+                {"expression": "true", "reason": "Teapot"},
+            ]}),
+        ))
+        .object(binding("broken-binding", "broken", &["Deny", "Warn"]));
+    let file = write(dir.path(), "broken.yaml", &broken.yaml());
+    let output = run(&["check", "--config", &file]).await;
+    let printed = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    for expected in [
+        "ValidatingAdmissionPolicy \"broken\"",
+        "spec.validations[0].expression",
+        "spec.validations[1].reason",
+        "ValidatingAdmissionPolicyBinding \"broken-binding\"",
+        "spec.validationActions",
+    ] {
+        assert!(printed.contains(expected), "{expected:?} not in:\n{printed}");
+    }
+
+    let served = Served::serve(dir.path(), &namespace_suffix(&["Deny"]), &[]);
+    let serving = served
+        .next_line(|line| (line["fields"]["message"] == "serving").then_some(()))
+        .await
+        .expect("serving within 10 s");
+    let address = serving["fields"]["address"].as_str().unwrap().to_owned();
+    let answer =
+        crate::support::binary::post_review(&address, "/validate", &namespace_named("test-foobar")).await;
+    assert_eq!(answer["response"]["allowed"], json!(false), "{answer}");
+    assert_eq!(answer["response"]["status"]["code"], json!(422), "{answer}");
+    assert_eq!(answer["response"]["status"]["reason"], json!("Invalid"), "{answer}");
+}

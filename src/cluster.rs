@@ -1,6 +1,7 @@
 //! Cluster mode (`serve --kube`): what the API server knows and a configuration file cannot —
 //! live namespace labels ([`namespaces`]), the fleet's manifests from ConfigMaps ([`fleet`]),
-//! multi-version custom resources for `matchPolicy: Equivalent` ([`discovery`]), answers to
+//! multi-version custom resources for `matchPolicy: Equivalent` ([`discovery`]), the
+//! ValidatingAdmissionPolicies' parameter objects ([`params`]), answers to
 //! the CEL authorizer ([`authorizer`]) — read through the Kubernetes API with the gateway's own service account
 //! (in-cluster) or a kubeconfig. `deploy/base/rbac.yaml` grants exactly what this module asks
 //! for.
@@ -10,6 +11,7 @@ pub(crate) mod discovery;
 pub(crate) mod fleet;
 mod mirror;
 pub(crate) mod namespaces;
+pub(crate) mod params;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use anyhow::Context as _;
 use discovery::Discovery;
 use fleet::Fleet;
 use namespaces::Namespaces;
+use params::Params;
 
 use crate::telemetry::names;
 
@@ -63,6 +66,8 @@ pub(crate) struct Cluster {
     pub(crate) namespaces: Arc<Namespaces>,
     pub(crate) fleet: Option<Arc<Fleet>>,
     pub(crate) discovery: Arc<Discovery>,
+    /// ValidatingAdmissionPolicy parameters, each kind watched once a review asks for it.
+    pub(crate) params: Arc<Params>,
     max_staleness: Duration,
     /// The runtime the client's connections live on: authorizer checks are driven there
     /// (from a blocking thread, `pipeline/conditions.rs`).
@@ -119,6 +124,7 @@ impl Cluster {
         tracing::info!(%server, fleet_configmaps = options.fleet_selector.is_some(), "cluster mode");
         Ok((
             Arc::new(Self {
+                params: Params::new(client.clone()),
                 client,
                 namespaces,
                 fleet,

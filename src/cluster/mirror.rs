@@ -28,6 +28,11 @@ pub(super) trait Mirror {
 
     /// What is kept of `object`; `None`: nothing (an entry of its name is removed).
     fn entry(&self, object: Self::Object) -> Option<Self::Entry>;
+    /// The key `object` is kept under: its name, unless the mirror says otherwise (objects of
+    /// several namespaces).
+    fn key(&self, object: &Self::Object) -> Option<String> {
+        object.meta().name.clone()
+    }
     /// A list completed: `listed` replaces the mirror whole.
     fn listed(&self, listed: Self::Listed);
     /// An object was created or changed after the list.
@@ -82,7 +87,7 @@ pub(super) async fn follow<M: Mirror>(
             }
             Ok(Event::Init) => listing = Some(M::Listed::default()),
             Ok(Event::InitApply(object)) => {
-                if let (Some(list), Some(name)) = (listing.as_mut(), object.meta().name.clone()) {
+                if let (Some(list), Some(name)) = (listing.as_mut(), mirror.key(&object)) {
                     if let Some(entry) = mirror.entry(object) {
                         list.extend([(name, entry)]);
                     }
@@ -96,7 +101,7 @@ pub(super) async fn follow<M: Mirror>(
                 listed = true;
             }
             Ok(Event::Apply(object)) => {
-                if let Some(name) = object.meta().name.clone() {
+                if let Some(name) = mirror.key(&object) {
                     match mirror.entry(object) {
                         Some(entry) => mirror.applied(name, entry),
                         None => mirror.removed(&name),
@@ -104,8 +109,8 @@ pub(super) async fn follow<M: Mirror>(
                 }
             }
             Ok(Event::Delete(object)) => {
-                if let Some(name) = &object.meta().name {
-                    mirror.removed(name);
+                if let Some(name) = mirror.key(&object) {
+                    mirror.removed(&name);
                 }
             }
         }

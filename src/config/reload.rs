@@ -263,8 +263,9 @@ fn unsafe_replacement(live: &Snapshot, next: &Snapshot, inputs: &Inputs) -> Opti
             });
         }
     }
-    let had_webhooks = !live.mutating.is_empty() || !live.validating.is_empty();
-    let has_webhooks = !next.mutating.is_empty() || !next.validating.is_empty();
+    // Policies decide too: a configuration left with neither allows every request.
+    let had_webhooks = !live.mutating.is_empty() || !live.validating.is_empty() || !live.policies.is_empty();
+    let has_webhooks = !next.mutating.is_empty() || !next.validating.is_empty() || !next.policies.is_empty();
     if had_webhooks && !has_webhooks && !next.settings.allow_empty_fleet {
         let file = inputs
             .paths
@@ -279,8 +280,9 @@ fn unsafe_replacement(live: &Snapshot, next: &Snapshot, inputs: &Inputs) -> Opti
             webhook: None,
             field: None,
             message: format!(
-                "the new configuration has no webhooks where {} are served: refused, as it would allow every request; set allowEmptyFleet: true in the GatewayConfig to empty the fleet on purpose",
-                live.mutating.len() + live.validating.len()
+                "the new configuration has no webhooks and no policies where {} webhooks and {} policies are served: refused, as it would allow every request; set allowEmptyFleet: true in the GatewayConfig to empty the fleet on purpose",
+                live.mutating.len() + live.validating.len(),
+                live.policies.iter().count()
             ),
         });
     }

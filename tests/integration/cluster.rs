@@ -394,3 +394,99 @@ async fn crd_versions_for_match_policy_equivalent_are_learnt_from_the_cluster() 
     assert!(learnt, "the CRD change reaches matching");
     gateway.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_parameters_come_from_the_cluster_and_follow_its_changes() {
+    let cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster).await;
+    // A policy's parameter kind is the platform team's choice, and so is the grant to read it
+    // (docs/policies.md, "Parameters").
+    kubectl(
+        &cluster,
+        &["create", "clusterrole", "gateway-params", "--verb=get,list,watch", "--resource=configmaps"],
+    )
+    .await;
+    kubectl(
+        &cluster,
+        &[
+            "create",
+            "clusterrolebinding",
+            "gateway-params",
+            "--clusterrole=gateway-params",
+            "--serviceaccount=admission-gateway:admission-gateway",
+        ],
+    )
+    .await;
+    for namespace in ["team-a", "team-b"] {
+        kubectl(&cluster, &["create", "namespace", namespace]).await;
+    }
+    kubectl(&cluster, &["create", "configmap", "prefix", "-n", "team-a", "--from-literal=prefix=prod-"])
+        .await;
+    let fleet = Fleet::default()
+        .object(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "name-prefix"},
+            "spec": {
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
+                }]},
+                "validations": [{
+                    "expression": "object.metadata.name.startsWith(params.data.prefix)",
+                    "messageExpression": "'name must start with ' + params.data.prefix",
+                }],
+            },
+        }))
+        .object(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "name-prefix"},
+            "spec": {
+                "policyName": "name-prefix",
+                "validationActions": ["Deny"],
+                // No namespace: the request's own.
+                "paramRef": {"name": "prefix", "parameterNotFoundAction": "Deny"},
+            },
+        }));
+    let gateway = TestGateway::start_in_cluster(Some(fleet), options(&cluster, None)).await;
+    let pod = |namespace: &str, name: &str| {
+        let mut review = pod_in(namespace, "alice");
+        review["request"]["name"] = json!(name);
+        review["request"]["object"]["metadata"]["name"] = json!(name);
+        review
+    };
+
+    let answer = gateway.validate(&pod("team-a", "web")).await;
+    assert!(!answer.allowed(), "{}", answer.body);
+    assert_eq!(
+        answer.message(),
+        "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'name-prefix' with binding 'name-prefix' denied request: name must start with prod-"
+    );
+    assert!(gateway.validate(&pod("team-a", "prod-web")).await.allowed());
+    // No parameter in team-b, and `parameterNotFoundAction: Deny`: the API server's error.
+    let answer = gateway.validate(&pod("team-b", "prod-web")).await;
+    assert!(!answer.allowed(), "{}", answer.body);
+    assert!(
+        answer.message().ends_with(
+            "denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        ),
+        "{}",
+        answer.body
+    );
+
+    // The parameter changes in the cluster: the next reviews follow it.
+    kubectl(&cluster, &["create", "configmap", "prefix", "-n", "team-b", "--from-literal=prefix=dev-"]).await;
+    kubectl(
+        &cluster,
+        &["patch", "configmap", "prefix", "-n", "team-a", "-p", r#"{"data":{"prefix":"dev-"}}"#],
+    )
+    .await;
+    let followed = eventually(Duration::from_secs(5), || async {
+        gateway.validate(&pod("team-a", "dev-web")).await.allowed()
+            && gateway.validate(&pod("team-b", "dev-web")).await.allowed()
+    })
+    .await;
+    assert!(followed, "the changed and the new parameter were not seen within 5 s");
+    gateway.shutdown().await;
+}

@@ -25,7 +25,6 @@ mod convert;
 mod functions;
 mod names;
 mod runtime;
-#[allow(dead_code)] // until pipeline::policy uses it
 mod session;
 #[cfg(test)]
 mod tests;
@@ -36,7 +35,6 @@ pub(crate) use convert::{json_value, request_value};
 pub(crate) use runtime::{evaluate, Condition, Outcome, Variables};
 #[cfg(test)]
 pub(crate) use runtime::{evaluate_within, Limits};
-#[allow(unused_imports)]
 pub(crate) use session::{with_session, Activation, Declared, Evaluated, Failure, PhaseLimits, Session};
 
 /// One compiled `matchConditions[].expression`.

@@ -34,7 +34,7 @@ mod names;
 #[path = "load/strict.rs"]
 mod strict;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod validate;
 
 use manifest::{BindingObject, MatchResources, PolicyObject};

@@ -181,6 +181,9 @@ fn is_operator(name: &str) -> bool {
         || name == operators::NEGATE
 }
 
+/// Functions that take their argument as the `cel` crate's `This` (see `rewrite_call`).
+const CONVERSIONS: &[&str] =
+    &["string", "int", "uint", "double", "bytes", "size", "duration", "timestamp", "dyn"];
 /// Calls whose result can be much larger than any one argument: charged by size afterwards.
 const GROWING: &[&str] = &[operators::ADD, "join", "format", "strings.quote", "split", "findAll", "flatten"];
 /// Calls a single evaluation of which could be too large to run at all: charged beforehand.
@@ -317,6 +320,26 @@ impl Walker {
     }
 
     fn rewrite_call(&mut self, call_expr: CallExpr) -> IdedExpr {
+        // `string(a.b)`: the `cel` crate reports an error of its argument as "Missing argument or
+        // target"; `@guard(a.b) ? string(a.b) : null` reports the argument's own error first.
+        let guarded = call_expr.target.is_none()
+            && call_expr.args.len() == 1
+            && CONVERSIONS.contains(&call_expr.func_name.as_str())
+            && matches!(call_expr.args[0].expr, Expr::Select(_))
+            && select_path(&call_expr.args[0]).is_some();
+        if guarded {
+            let guard = call(names::GUARD, None, vec![self.rewrite(call_expr.args[0].clone())]);
+            let rewritten = self.rewrite_unguarded(call_expr);
+            return call(
+                operators::CONDITIONAL,
+                None,
+                vec![guard, rewritten, node(Expr::Literal(LiteralValue::Null))],
+            );
+        }
+        self.rewrite_unguarded(call_expr)
+    }
+
+    fn rewrite_unguarded(&mut self, call_expr: CallExpr) -> IdedExpr {
         let CallExpr { func_name, target, mut args } = call_expr;
         // `a.?f`: an optional selection, `@select(a, 'f', false, true)`.
         if func_name == operators::OPT_SELECT && target.is_none() && args.len() == 2 {

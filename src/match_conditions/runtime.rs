@@ -24,7 +24,7 @@ use cel::{Context, ExecutionError};
 use kube_cel::KubeCelExt;
 
 use super::convert::CelValue;
-use super::functions::{authorizer, charged, is_quantity, map, quantity, select, sized, step};
+use super::functions::{authorizer, charged, guard, is_quantity, map, quantity, select, sized, step};
 use super::{names, Program};
 
 /// Wall-clock limit for one webhook's conditions together.
@@ -115,6 +115,7 @@ fn root() -> Context<'static> {
     ctx.add_function(names::QUANTITY, quantity);
     ctx.add_function(names::IS_QUANTITY, is_quantity);
     ctx.add_function(names::VARIABLE, super::session::variable);
+    ctx.add_function(names::GUARD, guard);
     ctx
 }
 

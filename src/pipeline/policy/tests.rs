@@ -598,3 +598,101 @@ fn aggregate_keeps_the_first_denial_distinct_warnings_first_annotations_and_50_a
         PolicyResult { warnings: vec!["w".into(), "w".into()], ..PolicyResult::new(&run.results[0].policy) };
     assert_eq!(aggregate([&duplicated]).warnings, ["w"]);
 }
+
+#[test]
+fn compile_errors_and_unrecognized_failure_policies_reach_the_request_as_upstream_says() {
+    // Refused at load (a problem), but evaluated as the API server evaluates a stored policy.
+    let run = run(
+        vec![policy(
+            "p",
+            json!({"matchConstraints": pods_rule(), "validations": [{"expression": "undeclared == 1"}]}),
+        )],
+        vec![deny("p", &["Warn", "Audit"])],
+        create(pod("web", json!({}))),
+    );
+    assert_eq!(
+        run.warnings(),
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': compilation error: compilation failed: ERROR: <input>: undeclared reference to 'undeclared' (in container '')"]
+    );
+    let types: Vec<&str> = run.results[0].checks.iter().map(|c| c.error_type).collect();
+    assert_eq!(types, ["compile_error", "compile_error"]);
+    let unrecognized = run_with(
+        vec![policy(
+            "p",
+            json!({"failurePolicy": "Sometimes", "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": pods_rule(), "validations": [{"expression": "true"}]}),
+        )],
+        vec![binding(
+            "b",
+            json!({"policyName": "p", "validationActions": ["Audit"],
+            "paramRef": {"name": "none", "parameterNotFoundAction": "Deny"}}),
+        )],
+        vec![],
+        create(pod("web", json!({}))),
+        None,
+    );
+    assert_eq!(
+        unrecognized.denials(),
+        ["pods \"web\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: unrecognized failure policy: 'Sometimes'"]
+    );
+}
+
+#[test]
+fn a_per_expression_budget_overrun_is_an_error_of_that_expression() {
+    let run = run(
+        vec![policy(
+            "p",
+            json!({"matchConstraints": pods_rule(), "validations": [
+            {"expression": "size(lists.range(20000000)) > 0"}, {"expression": "false"}]}),
+        )],
+        vec![deny("p", &["Warn"])],
+        create(pod("web", json!({}))),
+    );
+    assert_eq!(
+        run.warnings(),
+        [
+            "Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': expression 'size(lists.range(20000000)) > 0' resulted in error: operation cancelled: actual cost limit exceeded",
+            "Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': failed expression: false",
+        ]
+    );
+}
+
+#[test]
+fn equivalent_matches_in_another_version_need_a_conversion_the_gateway_does_not_have() {
+    let rule = |policy: &str| {
+        json!({"matchPolicy": policy, "resourceRules": [{"operations": ["CREATE"], "apiGroups": ["extensions"],
+               "apiVersions": ["v1beta1"], "resources": ["deployments"]}]})
+    };
+    let request = json!({"uid": "1", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+        "resource": {"group": "apps", "version": "v1", "resource": "deployments"}, "name": "web",
+        "namespace": "default", "operation": "CREATE",
+        "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}});
+    let denials = |policy_: &str| {
+        run(
+            vec![policy(
+                "p",
+                json!({"matchConstraints": rule(policy_), "validations": [{"expression": "true"}]}),
+            )],
+            vec![deny("p", &["Deny"])],
+            request.clone(),
+        )
+        .denials()
+    };
+    assert!(denials("Exact").is_empty());
+    assert_eq!(
+        denials("Equivalent"),
+        ["deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p-binding' denied request: failed to configure binding: failed to convert object version: admission-gateway does not convert apps/v1, Kind=Deployment to extensions/v1beta1, Kind=Deployment"]
+    );
+}
+
+#[test]
+fn the_denied_name_falls_back_to_the_object() {
+    let spec = json!({"matchConstraints": pods_rule(), "validations": [{"expression": "false"}]});
+    let mut generated =
+        create(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "web-"}}));
+    generated["name"] = json!("");
+    let run = run(vec![policy("p", spec)], vec![deny("p", &["Deny"])], generated);
+    let status = run.verdict().denial.unwrap();
+    assert!(status.message.unwrap().starts_with("pods \"web-\" is forbidden: "));
+    assert_eq!(status.details.unwrap()["name"], "web-");
+}

@@ -390,15 +390,16 @@ fn compile_policy(object: &PolicyObject, params: Vec<Param>, findings: &mut Vec<
         authorizer,
         result,
     };
+    // `text` as upstream compiles and quotes it: trimmed for matchConditions and audit
+    // annotations, as written for the others.
     let compile = |at: String, name: &str, text: &str, env: Env, report: &mut validate::Report| {
-        let trimmed = text.trim();
-        let program = cel::compile_in(trimmed, &env).map(Arc::new);
+        let program = cel::compile_in(text, &env).map(Arc::new);
         if let Err(error) = &program {
-            if !trimmed.is_empty() {
-                report.error(&at, invalid(&quote(trimmed), error));
+            if !text.trim().is_empty() {
+                report.error(&at, invalid(&quote(text), error));
             }
         }
-        Expression { name: name.to_owned(), expression: trimmed.to_owned(), program }
+        Expression { name: name.to_owned(), expression: text.to_owned(), program }
     };
     let match_conditions = spec
         .match_conditions
@@ -406,7 +407,13 @@ fn compile_policy(object: &PolicyObject, params: Vec<Param>, findings: &mut Vec<
         .enumerate()
         .map(|(i, c)| {
             let env = env(None, Authz::Declared, Returns::Bool);
-            compile(format!("spec.matchConditions[{i}].expression"), &c.name, &c.expression, env, &mut report)
+            compile(
+                format!("spec.matchConditions[{i}].expression"),
+                &c.name,
+                c.expression.trim(),
+                env,
+                &mut report,
+            )
         })
         .collect();
     let variables = spec

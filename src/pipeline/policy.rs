@@ -877,7 +877,7 @@ fn message_of(validation: &CompiledValidation, evaluated: Option<String>) -> Str
     if let Some(message) = &validation.message {
         return message.clone();
     }
-    format!("failed expression: {}", validation.expression.expression)
+    format!("failed expression: {}", validation.expression.expression.trim())
 }
 
 /// The first `max` bytes of `text`, at a character boundary (a Rust string cannot hold the

@@ -217,6 +217,11 @@ fn required_parts_missing() {
                 "Required value: validations or auditAnnotations must contain at least one item".into()
             ),
             (
+                "ValidatingAdmissionPolicy \"p\"".into(),
+                "spec.auditAnnotations".into(),
+                "Required value: validations or auditAnnotations must contain at least one item".into()
+            ),
+            (
                 "ValidatingAdmissionPolicyBinding \"b\"".into(),
                 "spec.policyName".into(),
                 "Required value".into()
@@ -318,5 +323,47 @@ fn gateway_annotations_are_checked() {
     assert_eq!(
         fields,
         ["metadata.annotations[admission-gateway/mode]", "metadata.annotations[admission-gateway/replaces]"]
+    );
+}
+
+#[test]
+fn param_kinds_audit_keys_and_param_refs_are_checked_as_upstream_words_it() {
+    let long = format!("'{}'", "x".repeat(5200));
+    let (_, problems) = compile(
+        vec![policy(
+            "p",
+            json!({
+                "paramKind": {"apiVersion": "Example.com/v1", "kind": "Bad_Kind"},
+                "matchConstraints": pods_rule(),
+                "auditAnnotations": [{"key": "bad key", "valueExpression": "'v'"}, {"key": "long", "valueExpression": long}],
+            }),
+        )],
+        vec![binding(
+            "b",
+            json!({"policyName": "p", "validationActions": ["Deny"],
+                   "paramRef": {"name": "x", "selector": {}, "parameterNotFoundAction": "Maybe"}}),
+        )],
+        vec![],
+    );
+    let got = described(&problems);
+    let fields: Vec<(&str, &str)> = got.iter().map(|(_, f, m)| (f.as_str(), m.as_str())).collect();
+    let has = |field: &str, start: &str| {
+        assert!(
+            fields.iter().any(|(f, m)| *f == field && m.starts_with(start)),
+            "{field} {start:?} not in {fields:#?}"
+        );
+    };
+    has("spec.paramKind.apiVersion", "Invalid value: \"Example.com\": a lowercase RFC 1123 subdomain");
+    has(
+        "spec.paramKind.kind",
+        "Invalid value: \"Bad_Kind\": may have mixed case, but should otherwise match: a DNS-1035 label",
+    );
+    has("spec.auditAnnotations[0].key", "Invalid value: \"p/bad key\": name part must consist of");
+    has("spec.auditAnnotations[1].valueExpression", "Required value: must not exceed 5120 bytes in length");
+    has("spec.paramRef.name", "Forbidden: name and selector are mutually exclusive");
+    has("spec.paramRef.selector", "Forbidden: name and selector are mutually exclusive");
+    has(
+        "spec.paramRef.parameterNotFoundAction",
+        "Unsupported value: \"Maybe\": supported values: \"Deny\", \"Allow\"",
     );
 }

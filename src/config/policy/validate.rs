@@ -8,18 +8,18 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use super::manifest::{BindingObject, MatchResources, NamedExpression, NamedRule, PolicyObject};
+use super::manifest::{BindingObject, MatchResources, NamedRule, PolicyObject};
 use crate::config::manifest::{LabelSelector, Webhook, WebhookConfiguration, WebhookKind};
 use crate::config::{validate as webhooks, Finding};
 
 use super::messages::{duplicate, forbidden, invalid, json_list, not_supported, quote, required, too_many};
-use super::names::{dns1035_label, dns1123_label, dns1123_subdomain, qualified_name};
+use super::names::{dns1035_label, dns1123_subdomain, qualified_name};
 
 const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
 const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge"];
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
-const NOT_FOUND_ACTIONS: &[&str] = &["Allow", "Deny"];
+const NOT_FOUND_ACTIONS: &[&str] = &["Deny", "Allow"];
 const MAX_MATCH_CONDITIONS: usize = 64;
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// `maxAuditAnnotationValueExpressionLength`.
@@ -79,17 +79,16 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
     if let Some(kind) = &spec.param_kind {
         match kind.api_version.as_deref() {
             None | Some("") => r.error("spec.paramKind.apiVersion", required("")),
-            Some(api_version) => {
-                for msg in group_version(api_version) {
-                    r.error("spec.paramKind.apiVersion", invalid(&quote(api_version), &msg));
-                }
-            }
+            Some(api_version) => group_version(api_version, r),
         }
         match kind.kind.as_deref() {
             None | Some("") => r.error("spec.paramKind.kind", required("")),
             Some(kind) => {
-                for msg in dns1035_label(&kind.to_lowercase()) {
-                    r.error("spec.paramKind.kind", invalid(&quote(kind), &msg));
+                let errs = dns1035_label(&kind.to_lowercase());
+                if !errs.is_empty() {
+                    let detail =
+                        format!("may have mixed case, but should otherwise match: {}", errs.join(","));
+                    r.error("spec.paramKind.kind", invalid(&quote(kind), &detail));
                 }
             }
         }
@@ -103,20 +102,17 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
             }
         }
     }
-    if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
-        r.error(
-            "spec.validations",
-            required("validations or auditAnnotations must contain at least one item"),
-        );
-    }
     if spec.match_conditions.len() > MAX_MATCH_CONDITIONS {
         r.error("spec.matchConditions", too_many(spec.match_conditions.len(), MAX_MATCH_CONDITIONS));
     }
     let mut names = HashSet::new();
     for (i, condition) in spec.match_conditions.iter().enumerate() {
         let at = format!("spec.matchConditions[{i}]");
-        named(condition, &at, r);
+        if condition.expression.trim().is_empty() {
+            r.error(&format!("{at}.expression"), required(""));
+        }
         if condition.name.is_empty() {
+            r.error(&format!("{at}.name"), required(""));
             continue;
         }
         for msg in qualified_name(&condition.name) {
@@ -128,13 +124,22 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
     }
     for (i, variable) in spec.variables.iter().enumerate() {
         let at = format!("spec.variables[{i}]");
-        named(variable, &at, r);
-        if !variable.name.is_empty() && !is_cel_identifier(&variable.name) {
+        if variable.name.trim().is_empty() {
+            r.error(&format!("{at}.name"), required("name is not specified"));
+        } else if !is_cel_identifier(&variable.name) {
             r.error(
                 &format!("{at}.name"),
                 invalid(&quote(&variable.name), "name is not a valid CEL identifier"),
             );
         }
+        if variable.expression.trim().is_empty() {
+            r.error(&format!("{at}.expression"), required("expression is not specified"));
+        }
+    }
+    if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
+        let detail = "validations or auditAnnotations must contain at least one item";
+        r.error("spec.validations", required(detail));
+        r.error("spec.auditAnnotations", required(detail));
     }
     for (i, validation) in spec.validations.iter().enumerate() {
         let at = format!("spec.validations[{i}]");
@@ -170,30 +175,38 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
         }
     }
     if spec.audit_annotations.len() > MAX_AUDIT_ANNOTATIONS {
-        r.error("spec.auditAnnotations", too_many(spec.audit_annotations.len(), MAX_AUDIT_ANNOTATIONS));
+        let listed: Vec<serde_json::Value> = spec
+            .audit_annotations
+            .iter()
+            .map(|a| json!({"key": a.key, "valueExpression": a.value_expression}))
+            .collect();
+        let value = serde_json::to_string(&listed).unwrap_or_default();
+        let detail = format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations");
+        r.error("spec.auditAnnotations", invalid(&value, &detail));
     }
     let mut keys = HashSet::new();
     for (i, annotation) in spec.audit_annotations.iter().enumerate() {
         let at = format!("spec.auditAnnotations[{i}]");
-        if annotation.key.is_empty() {
-            r.error(&format!("{at}.key"), required(""));
+        if name.is_empty() {
+            r.error(
+                &format!("{at}.key"),
+                invalid(&quote(&annotation.key), "requires metadata.name be non-empty"),
+            );
         } else {
             let qualified = format!("{name}/{}", annotation.key);
             for msg in qualified_name(&qualified) {
-                r.error(&format!("{at}.key"), invalid(&quote(&annotation.key), &msg));
-            }
-            if !keys.insert(annotation.key.as_str()) {
-                r.error(&format!("{at}.key"), duplicate(&annotation.key));
+                r.error(&format!("{at}.key"), invalid(&quote(&qualified), &msg));
             }
         }
         let trimmed = annotation.value_expression.trim();
         if trimmed.is_empty() {
             r.error(&format!("{at}.valueExpression"), required("valueExpression is not specified"));
         } else if trimmed.len() > MAX_VALUE_EXPRESSION_BYTES {
-            r.error(
-                &format!("{at}.valueExpression"),
-                format!("Too long: must have at most {MAX_VALUE_EXPRESSION_BYTES} bytes"),
-            );
+            let detail = format!("must not exceed {MAX_VALUE_EXPRESSION_BYTES} bytes in length");
+            r.error(&format!("{at}.valueExpression"), required(&detail));
+        }
+        if !keys.insert(annotation.key.as_str()) {
+            r.error(&format!("{at}.key"), duplicate(&annotation.key));
         }
     }
 }
@@ -216,29 +229,29 @@ pub(crate) fn binding(binding: &BindingObject, r: &mut Report) {
         }
     }
     if let Some(param_ref) = &spec.param_ref {
+        // `validateParamRef`, in its order (`paramRef.namespace` is not checked).
         let at = "spec.paramRef";
-        match (&param_ref.name, &param_ref.selector) {
-            (Some(_), Some(_)) => {
-                r.error(&format!("{at}.name"), forbidden("name and selector are mutually exclusive"))
-            }
-            (None, None) => r.error(at, required("one of name or selector must be specified")),
-            _ => {}
-        }
-        if let Some(name) = &param_ref.name {
+        let name = param_ref.name.as_deref().filter(|n| !n.is_empty());
+        let exclusive = || forbidden("name and selector are mutually exclusive");
+        if let Some(name) = name {
             for msg in path_segment(name) {
                 r.error(&format!("{at}.name"), invalid(&quote(name), &msg));
             }
-        }
-        if let Some(namespace) = param_ref.namespace.as_deref().filter(|n| !n.is_empty()) {
-            for msg in dns1123_label(namespace) {
-                r.error(&format!("{at}.namespace"), invalid(&quote(namespace), &msg));
+            if param_ref.selector.is_some() {
+                r.error(&format!("{at}.name"), exclusive());
             }
         }
         if let Some(selector) = &param_ref.selector {
             selector_findings(selector, &format!("{at}.selector"), r);
+            if name.is_some() {
+                r.error(&format!("{at}.selector"), exclusive());
+            }
+        }
+        if name.is_none() && param_ref.selector.is_none() {
+            r.error(at, required("one of name or selector must be specified"));
         }
         match param_ref.parameter_not_found_action.as_deref() {
-            None => r.error(&format!("{at}.parameterNotFoundAction"), required("")),
+            None | Some("") => r.error(&format!("{at}.parameterNotFoundAction"), required("")),
             Some(action) if !NOT_FOUND_ACTIONS.contains(&action) => {
                 r.error(&format!("{at}.parameterNotFoundAction"), not_supported(action, NOT_FOUND_ACTIONS))
             }
@@ -249,17 +262,14 @@ pub(crate) fn binding(binding: &BindingObject, r: &mut Report) {
         match_resources(resources, "spec.matchResources", r);
     }
     let actions = &spec.validation_actions;
-    if actions.is_empty() {
-        r.error("spec.validationActions", required("at least one validation action is required"));
-    }
     let mut seen = HashSet::new();
     for (i, action) in actions.iter().enumerate() {
         let at = format!("spec.validationActions[{i}]");
-        if !seen.insert(action.as_str()) {
-            r.error(&at, duplicate(action));
-        }
         if !ACTIONS.contains(&action.as_str()) {
             r.error(&at, not_supported(action, ACTIONS));
+        }
+        if !seen.insert(action.as_str()) {
+            r.error(&at, duplicate(action));
         }
     }
     if seen.contains("Deny") && seen.contains("Warn") {
@@ -271,15 +281,8 @@ pub(crate) fn binding(binding: &BindingObject, r: &mut Report) {
             ),
         );
     }
-}
-
-/// `name` and `expression` present.
-fn named(entry: &NamedExpression, at: &str, r: &mut Report) {
-    if entry.name.is_empty() {
-        r.error(&format!("{at}.name"), required(""));
-    }
-    if entry.expression.trim().is_empty() {
-        r.error(&format!("{at}.expression"), required(""));
+    if actions.is_empty() {
+        r.error("spec.validationActions", required("at least one validation action is required"));
     }
 }
 
@@ -305,8 +308,18 @@ fn match_resources(resources: &MatchResources, at: &str, r: &mut Report) {
     }
 }
 
-/// A rule as a webhook's (the webhook validation's texts), then its `resourceNames`.
+/// `resourceNames`, then the rule as a webhook's (with the webhook validation's texts).
 fn named_rule(rule: &NamedRule, at: &str, r: &mut Report) {
+    let mut names = HashSet::new();
+    for (i, name) in rule.resource_names.iter().enumerate() {
+        let field = format!("{at}.resourceNames[{i}]");
+        for msg in path_segment(name) {
+            r.error(&field, invalid(&quote(name), &msg));
+        }
+        if !names.insert(name.as_str()) {
+            r.error(&field, duplicate(name));
+        }
+    }
     let hook = json!({
         "name": "rule.admission-gateway.invalid",
         "rules": [{
@@ -325,16 +338,6 @@ fn named_rule(rule: &NamedRule, at: &str, r: &mut Report) {
             if let Some(rest) = finding.field.strip_prefix("webhooks[0].rules[0]") {
                 r.error(&format!("{at}{rest}"), finding.message);
             }
-        }
-    }
-    let mut names = HashSet::new();
-    for (i, name) in rule.resource_names.iter().enumerate() {
-        let field = format!("{at}.resourceNames[{i}]");
-        for msg in path_segment(name) {
-            r.error(&field, invalid(&quote(name), &msg));
-        }
-        if !names.insert(name.as_str()) {
-            r.error(&field, duplicate(name));
         }
     }
 }
@@ -361,19 +364,30 @@ fn path_segment(name: &str) -> Vec<String> {
     errs
 }
 
-/// `schema.ParseGroupVersion` and the group/version formats.
-fn group_version(api_version: &str) -> Vec<String> {
+/// `validateParamKind`'s apiVersion: `parseGroupVersion`, then the group and version formats.
+fn group_version(api_version: &str, r: &mut Report) {
+    let at = "spec.paramKind.apiVersion";
     let (group, version) = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+        _ if api_version == "/" => ("", ""),
         [version] => ("", *version),
         [group, version] => (*group, *version),
-        _ => return vec![format!("unexpected GroupVersion string: {api_version}")],
+        _ => {
+            let detail = format!("unexpected GroupVersion string: {api_version}");
+            return r.error(at, invalid(&quote(api_version), &detail));
+        }
     };
-    let mut errs = Vec::new();
-    if !group.is_empty() {
-        errs.extend(dns1123_subdomain(group));
+    let errs = dns1123_subdomain(group);
+    if !group.is_empty() && !errs.is_empty() {
+        r.error(at, invalid(&quote(group), &errs.join(",")));
     }
-    errs.extend(dns1035_label(version));
-    errs
+    if version.is_empty() {
+        r.error(at, invalid(&quote(api_version), "version must be specified"));
+    } else {
+        let errs = dns1035_label(version);
+        if !errs.is_empty() {
+            r.error(at, invalid(&quote(version), &errs.join(",")));
+        }
+    }
 }
 
 /// A CEL identifier that is not a reserved word.

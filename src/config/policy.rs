@@ -104,6 +104,15 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
+    /// Some expression calls the `authorizer`: evaluation may block on SubjectAccessReviews, so
+    /// the stage runs it off the serving thread, inside `match_conditions::authorizer::with_scope`.
+    pub(crate) fn uses_authorizer(&self) -> bool {
+        let uses = |e: &Expression| e.program.as_ref().is_ok_and(|p| p.uses.authorizer);
+        self.match_conditions.iter().any(uses)
+            || self.variables.iter().any(|v| v.program.as_ref().is_ok_and(|p| p.uses.authorizer))
+            || self.validations.iter().any(|v| uses(&v.expression))
+    }
+
     /// The rules of `spec.matchConstraints.resourceRules`, as webhook rules (their
     /// `resourceNames` dropped): what the policy can match, for `registration`.
     pub(crate) fn rules(&self) -> &[RuleWithOperations] {

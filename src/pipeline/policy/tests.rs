@@ -696,3 +696,42 @@ fn the_denied_name_falls_back_to_the_object() {
     assert!(status.message.unwrap().starts_with("pods \"web-\" is forbidden: "));
     assert_eq!(status.details.unwrap()["name"], "web-");
 }
+
+/// Allows what it is asked about the `/healthz` path only.
+struct HealthzOnly;
+
+impl crate::match_conditions::authorizer::Authorizer for HealthzOnly {
+    fn authorize(
+        &self,
+        check: &crate::match_conditions::authorizer::Check,
+    ) -> crate::match_conditions::authorizer::Decision {
+        use crate::match_conditions::authorizer::{Decision, Target};
+        Decision {
+            allowed: matches!(&check.target, Target::Path(p) if p == "/healthz"),
+            ..Default::default()
+        }
+    }
+}
+
+#[test]
+fn the_authorizer_is_asked_within_the_callers_scope() {
+    use crate::match_conditions::authorizer::{with_scope, ResourceTarget, Scope};
+    let spec = json!({"matchConstraints": pods_rule(), "validations": [
+        {"expression": "authorizer.path('/healthz').check('get').allowed()"},
+        {"expression": "authorizer.path('/metrics').check('get').allowed()"}]});
+    let (policies, problems) = compile(vec![policy("p", spec)], vec![deny("p", &["Warn"])], vec![]);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(policies.iter().next().unwrap().uses_authorizer());
+    let request = create(pod("web", json!({})));
+    let review = review(&request);
+    let attributes =
+        Attributes { review: &review, object: request.get("object"), old_object: None, namespace: None };
+    let scope =
+        Scope { authorizer: std::sync::Arc::new(HealthzOnly), request_resource: ResourceTarget::default() };
+    let results = with_scope(Some(scope), || evaluate(&policies, &attributes, &NoLookups));
+    let warnings: Vec<&String> = results.iter().flat_map(|r| &r.warnings).collect();
+    assert_eq!(
+        warnings,
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': failed expression: authorizer.path('/metrics').check('get').allowed()"]
+    );
+}

@@ -360,6 +360,8 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
 
 fn limits(per_phase: u64) -> PhaseLimits {
+    #[cfg(test)]
+    let per_phase = tests::BUDGET.get().unwrap_or(per_phase);
     PhaseLimits { per_expression: PER_EXPRESSION, per_phase, deadline: PHASE_DEADLINE }
 }
 

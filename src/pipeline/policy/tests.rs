@@ -5,6 +5,11 @@
 use serde_json::{json, Value};
 
 use super::*;
+
+thread_local! {
+    /// Every phase's budget, in steps, when set (the real ones take seconds to spend).
+    pub(super) static BUDGET: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
 use crate::config::policy::tests::{binding, compile, policy};
 use crate::review::decode;
 
@@ -733,5 +738,41 @@ fn the_authorizer_is_asked_within_the_callers_scope() {
     assert_eq!(
         warnings,
         ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': failed expression: authorizer.path('/metrics').check('get').allowed()"]
+    );
+}
+
+#[test]
+fn a_spent_budget_replaces_the_evaluations_decisions_by_one_error() {
+    // Each costly validation takes more than 5 steps.
+    let costly = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, x > 0)";
+    let spec = json!({"matchConstraints": pods_rule(), "validations": [
+        {"expression": "false"}, {"expression": costly}, {"expression": costly}, {"expression": costly}]});
+    let budget =
+        "validation failed due to running out of cost budget, no further validation rules will be run";
+    BUDGET.set(Some(5));
+    let spent =
+        run(vec![policy("p", spec)], vec![deny("p", &["Deny", "Audit"])], create(pod("web", json!({}))));
+    BUDGET.set(None);
+    assert_eq!(spent.denials(), [format!("pods \"web\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p-binding' denied request: {budget}")]);
+    assert_eq!(spent.audit()[0]["expressionIndex"], 0);
+    let types: Vec<&str> = spent.results[0].checks.iter().map(|c| c.error_type).collect();
+    assert_eq!(types, ["out_of_budget", "out_of_budget"]);
+    // The validations fit, their messageExpressions do not: every validation that did not fail
+    // itself, passing ones included, becomes `failed messageExpression: …`.
+    let spec = json!({"matchConstraints": pods_rule(), "validations": [
+        {"expression": "false", "messageExpression": format!("{costly} ? 'a' : 'b'")},
+        {"expression": "true", "messageExpression": format!("{costly} ? 'a' : 'b'")},
+        {"expression": "object.missing == 1", "messageExpression": format!("{costly} ? 'a' : 'b'")}]});
+    BUDGET.set(Some(5));
+    let messages = run(vec![policy("p", spec)], vec![deny("p", &["Warn"])], create(pod("web", json!({}))));
+    BUDGET.set(None);
+    let prefix = "Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': ";
+    assert_eq!(
+        messages.warnings(),
+        [
+            format!("{prefix}failed messageExpression: {budget}"),
+            format!("{prefix}failed messageExpression: {budget}"),
+            format!("{prefix}expression 'object.missing == 1' resulted in error: no such key: missing"),
+        ]
     );
 }

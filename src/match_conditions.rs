@@ -25,14 +25,17 @@ mod convert;
 mod functions;
 mod names;
 mod runtime;
+mod session;
 #[cfg(test)]
 mod tests;
 mod types;
 
+pub(crate) use check::{Authz, Env, Returns};
 pub(crate) use convert::{json_value, request_value};
 pub(crate) use runtime::{evaluate, Condition, Outcome, Variables};
 #[cfg(test)]
 pub(crate) use runtime::{evaluate_within, Limits};
+pub(crate) use session::{with_session, Activation, Declared, Evaluated, Failure, PhaseLimits, Session};
 
 /// One compiled `matchConditions[].expression`.
 #[derive(Debug)]
@@ -69,4 +72,10 @@ impl Uses {
 /// `must evaluate to bool but got …`.
 pub(crate) fn compile(expression: &str) -> Result<Program, String> {
     check::compile(expression)
+}
+
+/// Compiles one expression of an admission policy in `env` (its declarations and result type).
+/// `Err` as for [`compile`].
+pub(crate) fn compile_in(expression: &str, env: &Env) -> Result<Program, String> {
+    check::compile_in(expression, env)
 }

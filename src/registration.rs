@@ -3,6 +3,8 @@
 //!
 //! The API server must call the gateway for every request some fleet webhook could want, and
 //! leave it the time to run that fleet:
+//! - ValidatingAdmissionPolicies are validating too: each bound policy's `matchConstraints`
+//!   resourceRules join the validating phase's rules, and its failurePolicy counts.
 //! - `rules`: the union of the phase's fleet rules, each verbatim (subresources and scope kept),
 //!   without exact duplicates or rules another one covers, in the fleet's call order; or `*/*`
 //!   with `--all-resources`. `matchPolicy: Equivalent`, so that a request in another version of
@@ -30,6 +32,7 @@ use crate::config::manifest::{
     LabelSelector, LabelSelectorRequirement, Namespace, RuleWithOperations, Webhook, WebhookConfiguration,
     WebhookConfigurationBody, WebhookKind,
 };
+use crate::config::policy::{FailurePolicy as PolicyFailure, Policy};
 use crate::config::selector::{Labels, Selector};
 use crate::config::{compile, defaults, validate, Severity};
 
@@ -278,7 +281,7 @@ pub(crate) fn run(args: RegistrationArgs) -> ExitCode {
 
 fn execute(args: &RegistrationArgs) -> Result<Built, Vec<String>> {
     let ca_bundle = args.ca_bundle.as_deref().map(read_ca_bundle).transpose().map_err(|e| vec![e])?;
-    let (objects, settings, _policies, problems) = compile::read_checked(&args.paths);
+    let (objects, settings, policies, problems) = compile::read_checked(&args.paths);
     let errors = problems.iter().filter(|p| p.severity == Severity::Error).count();
     let mut lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
     if errors > 0 {
@@ -286,7 +289,8 @@ fn execute(args: &RegistrationArgs) -> Result<Built, Vec<String>> {
         lines.push(format!("configuration refused: {errors} error(s), {warnings} warning(s)"));
         return Err(lines);
     }
-    let fleet: Vec<WebhookConfiguration> = objects.configurations.into_iter().map(|(_, c)| c).collect();
+    let mut fleet: Vec<WebhookConfiguration> = objects.configurations.into_iter().map(|(_, c)| c).collect();
+    fleet.extend(policies.iter().filter(|p| !p.bindings.is_empty()).map(|p| as_validating(p)));
     let namespaces: Vec<Namespace> = objects.namespaces.into_iter().map(|(_, n)| n).collect();
     let mut options = Options::from_args(args, ca_bundle, command_line(std::env::args_os()));
     // The same margin the gateway will keep back from the `?timeout=` this registration sets.
@@ -295,6 +299,39 @@ fn execute(args: &RegistrationArgs) -> Result<Built, Vec<String>> {
     lines.append(&mut built.notes);
     built.notes = lines;
     Ok(built)
+}
+
+/// A bound ValidatingAdmissionPolicy as the validating webhook the registration must make room
+/// for: the resources its `matchConstraints` can match, its failurePolicy, evaluated in the
+/// gateway (no call, so the shortest timeout).
+fn as_validating(policy: &Policy) -> WebhookConfiguration {
+    let failure_policy = match policy.failure_policy {
+        PolicyFailure::Ignore => "Ignore",
+        PolicyFailure::Fail | PolicyFailure::Unrecognized(_) => "Fail",
+    };
+    let webhook = Webhook {
+        name: format!("{}.policy.admission-gateway", policy.name),
+        client_config: Default::default(),
+        rules: policy.rules().to_vec(),
+        failure_policy: Some(failure_policy.to_owned()),
+        match_policy: Some("Equivalent".to_owned()),
+        namespace_selector: Some(LabelSelector::default()),
+        object_selector: Some(LabelSelector::default()),
+        side_effects: Some("None".to_owned()),
+        timeout_seconds: Some(1),
+        admission_review_versions: Some(vec!["v1".to_owned()]),
+        reinvocation_policy: None,
+        match_conditions: None,
+    };
+    WebhookConfiguration {
+        kind: WebhookKind::Validating,
+        version: crate::config::manifest::ApiVersion::V1,
+        metadata: crate::config::manifest::ObjectMeta {
+            name: format!("ValidatingAdmissionPolicy/{}", policy.name),
+            ..Default::default()
+        },
+        webhooks: vec![webhook],
+    }
 }
 
 fn read_ca_bundle(path: &Path) -> Result<String, String> {

@@ -52,7 +52,7 @@ impl Params {
 
     /// Waits (at most [`SYNC_WAIT`]) until each kind of `kinds` has been listed once or is
     /// known not to exist; starts their watches on first ask.
-    pub(crate) async fn ready(&self, kinds: impl IntoIterator<Item = (&str, &str)>) {
+    pub(crate) async fn ready(&self, kinds: &[(String, String)]) {
         for (api_version, kind) in kinds {
             let kind = self.kind(api_version, kind);
             if kind.synced.load(Ordering::Acquire) {

@@ -219,8 +219,7 @@ pub(crate) fn load_inputs(
     generation: u64,
 ) -> Result<Snapshot, ConfigError> {
     let (objects, settings, policies, problems) = check::inputs(inputs)?;
-    let mut snapshot = compile(objects, problems, clients, generation, settings);
-    snapshot.policies = Arc::new(policies);
+    let mut snapshot = compile(objects, problems, clients, generation, settings, policies);
     snapshot.fingerprint ^= resources_fingerprint(&inputs.resources);
     Ok(snapshot)
 }
@@ -231,8 +230,10 @@ fn compile(
     clients: &Clients,
     generation: u64,
     settings: super::Settings,
+    mut policies: super::policy::Policies,
 ) -> Snapshot {
     let equivalence = Arc::new(Equivalence::new(&settings.equivalent_resources));
+    policies.set_equivalence(Arc::clone(&equivalence));
     let mut configurations: Vec<WebhookConfiguration> =
         objects.configurations.into_iter().map(|(_, c)| c).collect();
     // Byte-wise name order, stable (docs/semantics.md §2.1).
@@ -266,7 +267,7 @@ fn compile(
         fingerprint: objects.fingerprint,
         documents: objects.documents,
         settings,
-        policies: Arc::default(),
+        policies: Arc::new(policies),
     }
 }
 
@@ -400,8 +401,14 @@ mod tests {
                 },
             ));
         }
-        let snapshot =
-            compile(objects, Vec::new(), &Clients::default(), 1, super::super::Settings::default());
+        let snapshot = compile(
+            objects,
+            Vec::new(),
+            &Clients::default(),
+            1,
+            super::super::Settings::default(),
+            Default::default(),
+        );
         assert_eq!(snapshot.validating.len(), 1_000);
         let found: Vec<_> =
             snapshot.validating_candidates("apps", "deployments").map(|h| h.name.as_str()).collect();

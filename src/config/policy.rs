@@ -2,16 +2,43 @@
 //! `paramKind` names), loaded from the same sources as the fleet: defaulted and validated as the
 //! API server does on create (`pkg/apis/admissionregistration/{v1/defaults.go,validation/validation.go}`
 //! in kubernetes/kubernetes), every problem named, expressions compiled once. Evaluated by
-//! `pipeline::policy`.
+//! `pipeline::policy`; docs/policies.md tells the whole story.
+//!
+//! Order (docs/policies.md, "Order"): policies named `*.static.k8s.io` first, then the others,
+//! each group by name; a policy's bindings by name; parameters by namespace, then name.
 
 #![allow(dead_code)] // until the stage uses every part (removed when wired)
 
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use super::Problem;
+use super::equivalence::Equivalence;
+use super::manifest::{ApiVersion, ObjectMeta, RuleWithOperations, WebhookConfiguration, WebhookKind};
+use super::mode::Mode;
+use super::rules::Rule;
+use super::selector::Selector;
+use super::{Finding, Problem};
+use crate::match_conditions::{self as cel, Authz, Declared, Env, Program, Returns};
+
+pub(crate) mod manifest;
+#[allow(dead_code, clippy::duplicate_mod)] // shared with config::validate, helpers only webhooks use
+#[path = "validate/messages.rs"]
+mod messages;
+#[allow(dead_code, clippy::duplicate_mod)]
+#[path = "validate/names.rs"]
+mod names;
+#[allow(dead_code, clippy::duplicate_mod)]
+#[path = "load/strict.rs"]
+mod strict;
+#[cfg(test)]
+pub(crate) mod tests;
+mod validate;
+
+use manifest::{BindingObject, MatchResources, PolicyObject};
+use messages::{duplicate, forbidden, invalid, quote};
 
 /// One document of a kind the policies use, and where it was found.
 #[derive(Clone, Debug)]
@@ -38,28 +65,271 @@ pub(crate) struct Documents {
 #[derive(Debug, Default)]
 pub(crate) struct Policies {
     policies: Vec<Arc<Policy>>,
+    /// The resources stored together, for `matchPolicy: Equivalent` (built-in table unless
+    /// [`Policies::set_equivalence`] gave the snapshot's).
+    equivalence: Option<Arc<Equivalence>>,
 }
+
+/// Annotation naming the validating webhook a policy is meant to replace:
+/// `<ValidatingWebhookConfiguration name>/<webhook name>`.
+pub(crate) const REPLACES_ANNOTATION: &str = "admission-gateway/replaces";
+/// Names of manifest-only ("static") policies and bindings end so (KEP-5793).
+pub(crate) const STATIC_SUFFIX: &str = ".static.k8s.io";
+const API_GROUP: &str = "admissionregistration.k8s.io";
 
 /// One policy with its bindings, compiled.
 #[derive(Debug)]
 pub(crate) struct Policy {
     pub(crate) name: String,
-    /// `admission-gateway/mode` and `admission-gateway/canary-percent`, as on webhook
-    /// configurations.
-    pub(crate) mode: super::mode::Mode,
-    /// `admission-gateway/replaces`: the validating webhook (configuration, webhook) this
-    /// policy is meant to replace; both are then compared on live traffic.
-    pub(crate) replaces: Option<(String, String)>,
+    /// Named `*.static.k8s.io`: evaluated first, exempt from nothing but the auth reviews.
+    pub(crate) is_static: bool,
+    /// From `admission-gateway/mode` and `admission-gateway/canary-percent`.
+    pub(crate) mode: Mode,
+    /// From `admission-gateway/replaces`.
+    pub(crate) replaces: Option<Replaces>,
+    pub(crate) failure_policy: FailurePolicy,
+    pub(crate) param_kind: Option<ParamKind>,
+    /// `None` only when the object had none (refused at load).
+    pub(crate) match_constraints: Option<Matcher>,
+    pub(crate) match_conditions: Vec<Expression>,
+    pub(crate) variables: Vec<Declared>,
+    pub(crate) validations: Vec<CompiledValidation>,
+    pub(crate) audit_annotations: Vec<CompiledAuditAnnotation>,
+    /// In evaluation order (by name).
+    pub(crate) bindings: Vec<Binding>,
+    /// The configured parameters of `param_kind`, by namespace then name.
+    pub(crate) params: Vec<Param>,
+    /// `spec.matchConstraints.resourceRules` without their names.
+    rules: Vec<RuleWithOperations>,
+}
+
+impl Policy {
+    /// Some expression calls the `authorizer`: evaluation may block on SubjectAccessReviews, so
+    /// the stage runs it off the serving thread, inside `match_conditions::authorizer::with_scope`.
+    pub(crate) fn uses_authorizer(&self) -> bool {
+        let uses = |e: &Expression| e.program.as_ref().is_ok_and(|p| p.uses.authorizer);
+        self.match_conditions.iter().any(uses)
+            || self.variables.iter().any(|v| v.program.as_ref().is_ok_and(|p| p.uses.authorizer))
+            || self.validations.iter().any(|v| uses(&v.expression))
+    }
+
+    /// The rules of `spec.matchConstraints.resourceRules`, as webhook rules (their
+    /// `resourceNames` dropped): what the policy can match, for `registration`.
+    pub(crate) fn rules(&self) -> &[RuleWithOperations] {
+        &self.rules
+    }
+}
+
+/// `<configuration>/<webhook>` of `admission-gateway/replaces`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Replaces {
+    pub(crate) configuration: String,
+    pub(crate) webhook: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum FailurePolicy {
+    Fail,
+    Ignore,
+    /// A value validation refused: every config error denies with
+    /// `unrecognized failure policy: '<value>'`.
+    Unrecognized(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ParamKind {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+}
+
+/// A compiled MatchResources.
+#[derive(Clone, Debug)]
+pub(crate) struct Matcher {
+    pub(crate) namespace_selector: Selector,
+    pub(crate) object_selector: Selector,
+    pub(crate) resource_rules: Vec<NamedRule>,
+    pub(crate) exclude_resource_rules: Vec<NamedRule>,
+    /// `matchPolicy: Equivalent` (the default).
+    pub(crate) equivalent: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct NamedRule {
+    pub(crate) rule: Rule,
+    pub(crate) resource_names: Vec<String>,
+}
+
+/// An expression as written (trimmed) and compiled (`Err`: the compile error).
+#[derive(Clone, Debug)]
+pub(crate) struct Expression {
+    pub(crate) name: String,
+    pub(crate) expression: String,
+    pub(crate) program: Result<Arc<Program>, String>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CompiledValidation {
+    pub(crate) expression: Expression,
+    /// Trimmed; `None` when unset or blank.
+    pub(crate) message: Option<String>,
+    pub(crate) message_expression: Option<Expression>,
+    /// As written; `None`: `Invalid`.
+    pub(crate) reason: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CompiledAuditAnnotation {
+    pub(crate) key: String,
+    pub(crate) value: Expression,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    Deny,
+    Warn,
+    Audit,
+}
+
+impl Action {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Action::Deny => "Deny",
+            Action::Warn => "Warn",
+            Action::Audit => "Audit",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Binding {
+    pub(crate) name: String,
+    /// In list order; unknown values dropped (refused at load).
+    pub(crate) validation_actions: Vec<Action>,
+    pub(crate) param_ref: Option<ParamRef>,
+    pub(crate) match_resources: Option<Matcher>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ParamRef {
+    pub(crate) name: Option<String>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) selector: Option<Selector>,
+    /// `parameterNotFoundAction: Deny` (unset behaves as `Allow`).
+    pub(crate) deny_when_not_found: bool,
+}
+
+/// A parameter object of the configuration.
+#[derive(Clone, Debug)]
+pub(crate) struct Param {
+    /// Empty for a cluster-scoped object.
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) value: Arc<Value>,
 }
 
 impl Policies {
     /// Compiles `documents`; every problem goes to `problems`, naming file, object, field and,
-    /// for an expression, the expression.
+    /// for an expression, the expression. The policies are returned even when there are
+    /// problems (the caller refuses the configuration then).
     pub(crate) fn compile(documents: Documents, problems: &mut Vec<Problem>) -> Policies {
-        for other in documents.others {
-            problems.push(unsupported(&other));
+        let mut read_policies: Vec<(Found, PolicyObject)> = Vec::new();
+        for found in documents.policies {
+            if let Some(object) = read::<PolicyObject>(&found, "ValidatingAdmissionPolicy", problems) {
+                read_policies.push((found, object));
+            }
         }
-        Policies::default()
+        let mut read_bindings: Vec<(Found, BindingObject)> = Vec::new();
+        for found in documents.bindings {
+            if let Some(object) = read::<BindingObject>(&found, "ValidatingAdmissionPolicyBinding", problems)
+            {
+                read_bindings.push((found, object));
+            }
+        }
+        // Parameters: objects whose apiVersion and kind some paramKind names.
+        let kinds: HashSet<(String, String)> = read_policies
+            .iter()
+            .filter_map(|(_, p)| p.spec.param_kind.as_ref())
+            .filter_map(|k| Some((k.api_version.clone()?, k.kind.clone()?)))
+            .collect();
+        let mut params: BTreeMap<(String, String), Vec<Param>> = BTreeMap::new();
+        for found in documents.others {
+            let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+            let kind = found.value.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let key = (api_version.to_owned(), kind.to_owned());
+            if !kinds.contains(&key) {
+                problems.push(Problem {
+                    severity: super::Severity::Error,
+                    file: found.file.clone(),
+                    object: Some(found.object.clone()),
+                    webhook: None,
+                    field: None,
+                    message: format!(
+                        "unsupported object {api_version}, Kind={kind}: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, {} {}, or a v1 List of them",
+                        super::settings::API_VERSION,
+                        super::settings::KIND
+                    ),
+                });
+                continue;
+            }
+            let metadata = found.value.get("metadata");
+            let text = |field: &str| {
+                metadata.and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
+            };
+            let labels = metadata
+                .and_then(|m| m.get("labels"))
+                .and_then(|l| serde_json::from_value(l.clone()).ok())
+                .unwrap_or_default();
+            params.entry(key).or_default().push(Param {
+                namespace: text("namespace"),
+                name: text("name"),
+                labels,
+                value: Arc::new(found.value.clone()),
+            });
+        }
+        for list in params.values_mut() {
+            list.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        }
+
+        // Names: unique per kind; static rules.
+        let mut names = HashSet::new();
+        let static_policies: HashSet<String> = read_policies
+            .iter()
+            .map(|(_, p)| p.metadata.name.clone())
+            .filter(|n| n.ends_with(STATIC_SUFFIX))
+            .collect();
+        let mut compiled: Vec<(Policy, Found)> = Vec::new();
+        for (found, object) in read_policies {
+            let mut findings = Vec::new();
+            if !object.metadata.name.is_empty() && !names.insert(object.metadata.name.clone()) {
+                findings.push(Finding::error("metadata.name", duplicate(&object.metadata.name)));
+            }
+            let key =
+                object.spec.param_kind.as_ref().and_then(|k| Some((k.api_version.clone()?, k.kind.clone()?)));
+            let own_params = key.and_then(|key| params.get(&key).cloned()).unwrap_or_default();
+            let policy = compile_policy(&object, own_params, &mut findings);
+            problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
+            compiled.push((policy, found));
+        }
+        let mut binding_names = HashSet::new();
+        let mut bindings: Vec<(String, Binding)> = Vec::new();
+        for (found, object) in read_bindings {
+            let mut findings = Vec::new();
+            if !object.metadata.name.is_empty() && !binding_names.insert(object.metadata.name.clone()) {
+                findings.push(Finding::error("metadata.name", duplicate(&object.metadata.name)));
+            }
+            let binding = compile_binding(&object, &static_policies, &mut findings);
+            problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
+            bindings.push((object.spec.policy_name.clone(), binding));
+        }
+        bindings.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        let mut policies: Vec<Policy> = compiled.into_iter().map(|(p, _)| p).collect();
+        for policy in &mut policies {
+            policy.bindings =
+                bindings.iter().filter(|(name, _)| *name == policy.name).map(|(_, b)| b.clone()).collect();
+        }
+        policies.sort_by(|a, b| (!a.is_static, &a.name).cmp(&(!b.is_static, &b.name)));
+        Policies { policies: policies.into_iter().map(Arc::new).collect(), equivalence: None }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -70,22 +340,291 @@ impl Policies {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Policy>> {
         self.policies.iter()
     }
+
+    /// Matches `matchPolicy: Equivalent` against `equivalence` (the snapshot's, with its
+    /// configured custom resources) instead of the built-in table alone.
+    pub(crate) fn set_equivalence(&mut self, equivalence: Arc<Equivalence>) {
+        self.equivalence = Some(equivalence);
+    }
+
+    /// The registry `matchPolicy: Equivalent` searches.
+    pub(crate) fn equivalence(&self) -> &Equivalence {
+        static BUILT_IN: OnceLock<Equivalence> = OnceLock::new();
+        match &self.equivalence {
+            Some(equivalence) => equivalence,
+            None => BUILT_IN.get_or_init(|| Equivalence::new(&[])),
+        }
+    }
 }
 
-/// The problem of an object of a kind nothing here reads.
-fn unsupported(found: &Found) -> Problem {
-    let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = found.value.get("kind").and_then(Value::as_str).unwrap_or("");
-    Problem {
-        severity: super::Severity::Error,
-        file: found.file.clone(),
-        object: Some(found.object.clone()),
-        webhook: None,
-        field: None,
-        message: format!(
-            "unsupported object {api_version}, Kind={kind}: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, {} {}, or a v1 List of them",
-            super::settings::API_VERSION,
-            super::settings::KIND
-        ),
+/// Reads `found` strictly as `T`; problems named.
+fn read<T: serde::de::DeserializeOwned>(found: &Found, kind: &str, problems: &mut Vec<Problem>) -> Option<T> {
+    let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let mut findings = Vec::new();
+    if api_version != format!("{API_GROUP}/v1") && api_version != format!("{API_GROUP}/v1beta1") {
+        findings.push(Finding::error(
+            "apiVersion",
+            format!("Unsupported value: {}: supported values: \"{API_GROUP}/v1\", \"{API_GROUP}/v1beta1\" ({kind})", quote(api_version)),
+        ));
+    }
+    let object = match strict::strict::<T>(&found.value) {
+        Ok(object) => Some(object),
+        Err(errors) => {
+            findings.extend(errors.into_iter().map(|(field, message)| Finding::error(field, message)));
+            None
+        }
+    };
+    let ok = findings.is_empty();
+    problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
+    object.filter(|_| ok)
+}
+
+fn compile_policy(object: &PolicyObject, params: Vec<Param>, findings: &mut Vec<Finding>) -> Policy {
+    let mut report = validate::Report::default();
+    validate::policy(object, &mut report);
+    let spec = &object.spec;
+    let name = object.metadata.name.clone();
+    let is_static = name.ends_with(STATIC_SUFFIX);
+    if is_static && spec.param_kind.is_some() {
+        report.error(
+            "spec.paramKind",
+            forbidden(&format!("a static policy (named *{STATIC_SUFFIX}) may not use parameters")),
+        );
+    }
+    let has_params = spec.param_kind.is_some();
+    let variable_names: Vec<String> = spec.variables.iter().map(|v| v.name.clone()).collect();
+    let env = |variables: Option<Vec<String>>, authorizer: Authz, result: Returns| Env {
+        params: has_params,
+        variables,
+        authorizer,
+        result,
+    };
+    // `text` as upstream compiles and quotes it: trimmed for matchConditions and audit
+    // annotations, as written for the others.
+    let compile = |at: String, name: &str, text: &str, env: Env, report: &mut validate::Report| {
+        let program = cel::compile_in(text, &env).map(Arc::new);
+        if let Err(error) = &program {
+            if !text.trim().is_empty() {
+                report.error(&at, invalid(&quote(text), error));
+            }
+        }
+        Expression { name: name.to_owned(), expression: text.to_owned(), program }
+    };
+    let match_conditions = spec
+        .match_conditions
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let env = env(None, Authz::Declared, Returns::Bool);
+            compile(
+                format!("spec.matchConditions[{i}].expression"),
+                &c.name,
+                c.expression.trim(),
+                env,
+                &mut report,
+            )
+        })
+        .collect();
+    let variables = spec
+        .variables
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let env = env(Some(variable_names[..i].to_vec()), Authz::Declared, Returns::Any);
+            let compiled =
+                compile(format!("spec.variables[{i}].expression"), &v.name, &v.expression, env, &mut report);
+            Declared { name: v.name.clone(), program: compiled.program }
+        })
+        .collect();
+    let validations = spec
+        .validations
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let all = Some(variable_names.clone());
+            let expression = compile(
+                format!("spec.validations[{i}].expression"),
+                "",
+                &v.expression,
+                env(all.clone(), Authz::Declared, Returns::Bool),
+                &mut report,
+            );
+            let message_expression =
+                v.message_expression.as_deref().filter(|m| !m.trim().is_empty()).map(|m| {
+                    compile(
+                        format!("spec.validations[{i}].messageExpression"),
+                        "",
+                        m,
+                        env(all.clone(), Authz::Undeclared, Returns::String),
+                        &mut report,
+                    )
+                });
+            CompiledValidation {
+                expression,
+                message: v.message.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned),
+                message_expression,
+                reason: v.reason.clone(),
+            }
+        })
+        .collect();
+    let audit_annotations = spec
+        .audit_annotations
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let value = if a.value_expression.trim().len() > validate::MAX_VALUE_EXPRESSION_BYTES {
+                Expression {
+                    name: String::new(),
+                    expression: a.value_expression.trim().to_owned(),
+                    program: Err("valueExpression too long".to_owned()),
+                }
+            } else {
+                compile(
+                    format!("spec.auditAnnotations[{i}].valueExpression"),
+                    "",
+                    &a.value_expression,
+                    env(Some(variable_names.clone()), Authz::FailsAtRuntime, Returns::StringOrNull),
+                    &mut report,
+                )
+            };
+            CompiledAuditAnnotation { key: a.key.clone(), value }
+        })
+        .collect();
+    let (mode, replaces) = annotations(&object.metadata.annotations, &mut report);
+    findings.extend(report.findings);
+    Policy {
+        is_static,
+        mode,
+        replaces,
+        failure_policy: match spec.failure_policy.as_deref() {
+            None | Some("Fail") => FailurePolicy::Fail,
+            Some("Ignore") => FailurePolicy::Ignore,
+            Some(other) => FailurePolicy::Unrecognized(other.to_owned()),
+        },
+        param_kind: spec.param_kind.as_ref().map(|k| ParamKind {
+            api_version: k.api_version.clone().unwrap_or_default(),
+            kind: k.kind.clone().unwrap_or_default(),
+        }),
+        match_constraints: spec.match_constraints.as_ref().map(matcher),
+        rules: spec
+            .match_constraints
+            .iter()
+            .flat_map(|m| m.resource_rules.iter().map(manifest::NamedRule::rule))
+            .collect(),
+        match_conditions,
+        variables,
+        validations,
+        audit_annotations,
+        bindings: Vec::new(),
+        params,
+        name,
+    }
+}
+
+/// The gateway's annotations: mode, canary share, the webhook replaced.
+fn annotations(
+    annotations: &BTreeMap<String, String>,
+    report: &mut validate::Report,
+) -> (Mode, Option<Replaces>) {
+    // The same rules as on a ValidatingWebhookConfiguration.
+    let as_configuration = WebhookConfiguration {
+        kind: WebhookKind::Validating,
+        version: ApiVersion::V1,
+        metadata: ObjectMeta { annotations: annotations.clone(), ..ObjectMeta::default() },
+        webhooks: Vec::new(),
+    };
+    let mode = Mode::of(&as_configuration).unwrap_or_else(|findings| {
+        report.findings.extend(findings);
+        Mode::Enforce
+    });
+    let replaces = annotations.get(REPLACES_ANNOTATION).and_then(|value| {
+        let parsed = value.split_once('/').filter(|(configuration, webhook)| {
+            !configuration.is_empty()
+                && !webhook.is_empty()
+                && !webhook.contains('/')
+                && names::dns1123_subdomain(configuration).is_empty()
+                && names::dns1123_subdomain(webhook).is_empty()
+        });
+        if parsed.is_none() {
+            report.error(
+                &format!("metadata.annotations[{REPLACES_ANNOTATION}]"),
+                invalid(
+                    &quote(value),
+                    "must be <configuration>/<webhook>: the name of a ValidatingWebhookConfiguration and of one of its webhooks",
+                ),
+            );
+        }
+        parsed.map(|(configuration, webhook)| Replaces {
+            configuration: configuration.to_owned(),
+            webhook: webhook.to_owned(),
+        })
+    });
+    (mode, replaces)
+}
+
+/// A MatchResources with the defaults of §2.1 (Equivalent, `{}` selectors, scope `*`).
+fn matcher(resources: &MatchResources) -> Matcher {
+    let selector =
+        |s: &Option<super::manifest::LabelSelector>| s.as_ref().map(Selector::compile).unwrap_or_default();
+    let rules = |rules: &[manifest::NamedRule]| {
+        rules
+            .iter()
+            .map(|r| NamedRule { rule: Rule::compile(&r.rule()), resource_names: r.resource_names.clone() })
+            .collect()
+    };
+    Matcher {
+        namespace_selector: selector(&resources.namespace_selector),
+        object_selector: selector(&resources.object_selector),
+        resource_rules: rules(&resources.resource_rules),
+        exclude_resource_rules: rules(&resources.exclude_resource_rules),
+        equivalent: resources.match_policy.as_deref().is_none_or(|p| p == "Equivalent"),
+    }
+}
+
+fn compile_binding(
+    object: &BindingObject,
+    static_policies: &HashSet<String>,
+    findings: &mut Vec<Finding>,
+) -> Binding {
+    let mut report = validate::Report::default();
+    validate::binding(object, &mut report);
+    let spec = &object.spec;
+    if object.metadata.name.ends_with(STATIC_SUFFIX) {
+        if spec.param_ref.is_some() {
+            report.error(
+                "spec.paramRef",
+                forbidden(&format!("a static binding (named *{STATIC_SUFFIX}) may not use parameters")),
+            );
+        }
+        if !spec.policy_name.is_empty() && !static_policies.contains(&spec.policy_name) {
+            report.error(
+                "spec.policyName",
+                invalid(
+                    &quote(&spec.policy_name),
+                    &format!("a static binding (named *{STATIC_SUFFIX}) must name a static policy of the configuration"),
+                ),
+            );
+        }
+    }
+    findings.extend(report.findings);
+    Binding {
+        name: object.metadata.name.clone(),
+        validation_actions: spec
+            .validation_actions
+            .iter()
+            .filter_map(|a| match a.as_str() {
+                "Deny" => Some(Action::Deny),
+                "Warn" => Some(Action::Warn),
+                "Audit" => Some(Action::Audit),
+                _ => None,
+            })
+            .collect(),
+        param_ref: spec.param_ref.as_ref().map(|p| ParamRef {
+            name: p.name.clone(),
+            namespace: p.namespace.clone().filter(|n| !n.is_empty()),
+            selector: p.selector.as_ref().map(Selector::compile),
+            deny_when_not_found: p.parameter_not_found_action.as_deref() == Some("Deny"),
+        }),
+        match_resources: spec.match_resources.as_ref().map(matcher),
     }
 }

@@ -45,27 +45,84 @@ pub(super) const OLD_OBJECT: &str = "oldObject";
 pub(super) const REQUEST: &str = "request";
 pub(super) const NAMESPACE_OBJECT: &str = "namespaceObject";
 const AUTHORIZER: &str = "authorizer";
+pub(super) const PARAMS: &str = "params";
+pub(super) const VARIABLES: &str = "variables";
 
 pub(super) fn compile(expression: &str) -> Result<Program, String> {
+    compile_in(expression, &Env::default())
+}
+
+/// Compiles `expression` in `env` (the declarations and result type of one kind of
+/// expression, plugin/cel/compile.go).
+pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String> {
     let parsed = cel::parser::Parser::new()
         .enable_optional_syntax(true)
         .parse(expression)
         .map_err(|errors| format!("compilation failed: {errors}"))?;
-    let mut walker = Walker::default();
+    let mut walker = Walker { env: env.clone(), ..Walker::default() };
     let result_type = type_of(&parsed);
     let expr = walker.rewrite(parsed);
     if !walker.errors.is_empty() {
         let errors: Vec<String> = walker.errors.iter().map(|e| format!("ERROR: <input>: {e}")).collect();
         return Err(format!("compilation failed: {}", errors.join("\n")));
     }
-    if let Some(ty) = result_type.filter(|t| *t != Ty::Bool) {
-        return Err(format!("must evaluate to bool but got {ty}"));
+    if let Some(ty) = result_type {
+        let accepted: &[Ty] = match env.result {
+            Returns::Bool => &[Ty::Bool],
+            Returns::String => &[Ty::String],
+            Returns::StringOrNull => &[Ty::String, Ty::Null],
+            Returns::Any => &[],
+        };
+        if !accepted.is_empty() && !accepted.contains(&ty) {
+            return Err(match accepted {
+                [one] => format!("must evaluate to {one} but got {ty}"),
+                many => {
+                    let names: Vec<String> = many.iter().map(ToString::to_string).collect();
+                    format!("must evaluate to one of [{}] but got {ty}", names.join(" "))
+                }
+            });
+        }
     }
     Ok(Program { expr, uses: walker.uses })
 }
 
+/// The result type an expression must have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Returns {
+    #[default]
+    Bool,
+    String,
+    StringOrNull,
+    /// `variables`: anything.
+    Any,
+}
+
+/// How `authorizer` is declared.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Authz {
+    /// Declared and usable.
+    #[default]
+    Declared,
+    /// Not declared: a compile error (`messageExpression`).
+    Undeclared,
+    /// Declared, but every use fails when evaluated (`auditAnnotations[].valueExpression`).
+    FailsAtRuntime,
+}
+
+/// What one kind of expression sees (plugin/cel/compile.go, `OptionalVariableDeclarations`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Env {
+    /// `params` is declared (the policy has a `paramKind`).
+    pub(crate) params: bool,
+    /// `variables` is declared, with these names (the variables before this one, or all).
+    pub(crate) variables: Option<Vec<String>>,
+    pub(crate) authorizer: Authz,
+    pub(crate) result: Returns,
+}
+
 #[derive(Default)]
 struct Walker {
+    env: Env,
     /// Comprehension variables in scope, innermost last.
     scope: Vec<String>,
     uses: Uses,
@@ -124,6 +181,9 @@ fn is_operator(name: &str) -> bool {
         || name == operators::NEGATE
 }
 
+/// Functions that take their argument as the `cel` crate's `This` (see `rewrite_call`).
+const CONVERSIONS: &[&str] =
+    &["string", "int", "uint", "double", "bytes", "size", "duration", "timestamp", "dyn"];
 /// Calls whose result can be much larger than any one argument: charged by size afterwards.
 const GROWING: &[&str] = &[operators::ADD, "join", "format", "strings.quote", "split", "findAll", "flatten"];
 /// Calls a single evaluation of which could be too large to run at all: charged beforehand.
@@ -136,7 +196,11 @@ impl Walker {
     }
 
     fn declared(&self, name: &str) -> bool {
-        !self.bound(name) && [OBJECT, OLD_OBJECT, REQUEST, NAMESPACE_OBJECT, AUTHORIZER].contains(&name)
+        !self.bound(name)
+            && ([OBJECT, OLD_OBJECT, REQUEST, NAMESPACE_OBJECT].contains(&name)
+                || (name == AUTHORIZER && self.env.authorizer != Authz::Undeclared)
+                || (name == PARAMS && self.env.params)
+                || (name == VARIABLES && self.env.variables.is_some()))
     }
 
     /// A chain rooted at `authorizer`: every step a `@gateway.authz(target, 'method', args…)`
@@ -168,7 +232,14 @@ impl Walker {
 
     fn rewrite(&mut self, expr: IdedExpr) -> IdedExpr {
         if let Some(root) = receiver_root(&expr) {
+            if root == AUTHORIZER && !self.bound(root) && !self.declared(root) {
+                self.undeclared(AUTHORIZER);
+                return IdedExpr { id: expr.id, expr: Expr::Literal(LiteralValue::Null) };
+            }
             if root == AUTHORIZER && self.declared(root) && !matches!(expr.expr, Expr::Ident(_)) {
+                if self.env.authorizer == Authz::FailsAtRuntime {
+                    return call(names::AUTHORIZER, None, Vec::new());
+                }
                 return self.rewrite_authorizer(expr);
             }
         }
@@ -181,11 +252,31 @@ impl Walker {
                         OLD_OBJECT => self.uses.old_object = true,
                         REQUEST => self.uses.request = true,
                         NAMESPACE_OBJECT => {}
-                        AUTHORIZER => return call(names::AUTHORIZER, None, Vec::new()),
+                        PARAMS if self.env.params => {}
+                        AUTHORIZER if self.env.authorizer != Authz::Undeclared => {
+                            return call(names::AUTHORIZER, None, Vec::new())
+                        }
+                        VARIABLES if self.env.variables.is_some() => {
+                            self.errors.push(
+                                "admission-gateway reads variables only as variables.<name>".to_owned(),
+                            );
+                        }
                         _ => self.undeclared(&name),
                     }
                 }
                 IdedExpr { id, expr: Expr::Ident(name) }
+            }
+            // `variables.x`: evaluated lazily, once per phase (runtime.rs).
+            Expr::Select(select)
+                if !select.test
+                    && matches!(&select.operand.expr, Expr::Ident(v) if v == VARIABLES)
+                    && self.declared(VARIABLES) =>
+            {
+                let known = self.env.variables.as_ref().is_some_and(|v| v.contains(&select.field));
+                if !known {
+                    self.errors.push(format!("undefined field '{}'", select.field));
+                }
+                call(names::VARIABLE, None, vec![string(&select.field)])
             }
             Expr::Select(select) => {
                 let whole = IdedExpr { id, expr: Expr::Select(select.clone()) };
@@ -229,6 +320,26 @@ impl Walker {
     }
 
     fn rewrite_call(&mut self, call_expr: CallExpr) -> IdedExpr {
+        // `string(a.b)`: the `cel` crate reports an error of its argument as "Missing argument or
+        // target"; `@guard(a.b) ? string(a.b) : null` reports the argument's own error first.
+        let guarded = call_expr.target.is_none()
+            && call_expr.args.len() == 1
+            && CONVERSIONS.contains(&call_expr.func_name.as_str())
+            && matches!(call_expr.args[0].expr, Expr::Select(_))
+            && select_path(&call_expr.args[0]).is_some();
+        if guarded {
+            let guard = call(names::GUARD, None, vec![self.rewrite(call_expr.args[0].clone())]);
+            let rewritten = self.rewrite_unguarded(call_expr);
+            return call(
+                operators::CONDITIONAL,
+                None,
+                vec![guard, rewritten, node(Expr::Literal(LiteralValue::Null))],
+            );
+        }
+        self.rewrite_unguarded(call_expr)
+    }
+
+    fn rewrite_unguarded(&mut self, call_expr: CallExpr) -> IdedExpr {
         let CallExpr { func_name, target, mut args } = call_expr;
         // `a.?f`: an optional selection, `@select(a, 'f', false, true)`.
         if func_name == operators::OPT_SELECT && target.is_none() && args.len() == 2 {

@@ -16,6 +16,12 @@ use cel::{Context, ExecutionError, FunctionContext, ResolveResult};
 use super::names;
 use super::runtime::{charge, literal_str, size_steps, BYTES_PER_STEP};
 
+/// `@guard(x)`: `true` once `x` evaluates, else `x`'s own error.
+pub(super) fn guard(ftx: &FunctionContext<'_, '_>) -> ResolveResult {
+    Value::resolve(&ftx.args[0], ftx.ptx)?;
+    Ok(Value::Bool(true))
+}
+
 /// `@step()`: one step.
 pub(super) fn step() -> ResolveResult {
     charge(1)?;

@@ -11,6 +11,8 @@ pub(crate) const AUTHZ_ROOT: &str = "@gateway.authzRoot";
 pub(crate) const AUTHZ: &str = "@gateway.authz";
 pub(crate) const QUANTITY: &str = "@gateway.quantity";
 pub(crate) const IS_QUANTITY: &str = "@gateway.isQuantity";
+pub(crate) const VARIABLE: &str = "@gateway.variable";
+pub(crate) const GUARD: &str = "@gateway.guard";
 
 /// The `cel` crate's built-ins and kube-cel's functions for the features enabled in
 /// Cargo.toml (a test checks each resolves). A function missing here is refused at load.

@@ -24,7 +24,7 @@ use cel::{Context, ExecutionError};
 use kube_cel::KubeCelExt;
 
 use super::convert::CelValue;
-use super::functions::{authorizer, charged, is_quantity, map, quantity, select, sized, step};
+use super::functions::{authorizer, charged, guard, is_quantity, map, quantity, select, sized, step};
 use super::{names, Program};
 
 /// Wall-clock limit for one webhook's conditions together.
@@ -46,9 +46,9 @@ pub(crate) const LIMITS: Limits =
 pub(super) const BYTES_PER_STEP: u64 = 10;
 
 /// cel-go's text when one expression goes over `PerCallLimit` (an error of that condition).
-const EXPRESSION_BUDGET: &str = "operation cancelled: actual cost limit exceeded";
+pub(super) const EXPRESSION_BUDGET: &str = "operation cancelled: actual cost limit exceeded";
 /// activation.go's text when the webhook's budget is spent (an error of the whole evaluation).
-const WEBHOOK_BUDGET: &str =
+pub(super) const WEBHOOK_BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// One condition to evaluate: its name, its expression as written, its program.
@@ -79,26 +79,26 @@ pub(crate) struct Variables {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exhausted {
+pub(super) enum Exhausted {
     Expression,
     Webhook,
     Deadline,
 }
 
 #[derive(Clone, Copy)]
-struct Meter {
-    expression_left: u64,
-    webhook_left: u64,
-    deadline: Instant,
-    exhausted: Option<Exhausted>,
+pub(super) struct Meter {
+    pub(super) expression_left: u64,
+    pub(super) webhook_left: u64,
+    pub(super) deadline: Instant,
+    pub(super) exhausted: Option<Exhausted>,
 }
 
 thread_local! {
     /// The environment: built-ins, kube-cel's libraries, the rewrite's functions. Built once
     /// per thread (a `cel::Context` is not `Sync`); each evaluation adds a child scope.
-    static ROOT: Context<'static> = root();
+    pub(super) static ROOT: Context<'static> = root();
     /// The meter of the evaluation running on this thread.
-    static METER: Cell<Option<Meter>> = const { Cell::new(None) };
+    pub(super) static METER: Cell<Option<Meter>> = const { Cell::new(None) };
 }
 
 fn root() -> Context<'static> {
@@ -114,6 +114,8 @@ fn root() -> Context<'static> {
     ctx.add_function(names::AUTHZ, super::authorizer::step);
     ctx.add_function(names::QUANTITY, quantity);
     ctx.add_function(names::IS_QUANTITY, is_quantity);
+    ctx.add_function(names::VARIABLE, super::session::variable);
+    ctx.add_function(names::GUARD, guard);
     ctx
 }
 
@@ -231,7 +233,7 @@ fn aggregate(errors: &[String]) -> String {
 /// An evaluation error in cel-go's words where they are known. Never a value: the `cel`
 /// crate's own texts print the operands (`{:?}` of a whole map, e.g. a Secret's `data`), and
 /// this text goes into the answer and the log, so those variants are named by type only.
-fn describe(error: &ExecutionError) -> String {
+pub(super) fn describe(error: &ExecutionError) -> String {
     match error {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         ExecutionError::NoSuchOverload
@@ -264,7 +266,7 @@ fn describe(error: &ExecutionError) -> String {
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
+pub(super) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::List(_) => "list",
         Value::Map(_) => "map",
@@ -286,7 +288,7 @@ pub(super) fn not_charged(waited: std::time::Duration) {
     meter(|m| m.deadline += waited);
 }
 
-fn meter<T>(f: impl FnOnce(&mut Meter) -> T) -> T {
+pub(super) fn meter<T>(f: impl FnOnce(&mut Meter) -> T) -> T {
     METER.with(|cell| {
         let mut meter = cell.get().unwrap_or(Meter {
             // Evaluated outside `evaluate` (probes in tests).

@@ -8,7 +8,7 @@ use kube_cel::cel;
 
 use cel::common::ast::{operators, CallExpr, Expr, IdedExpr, LiteralValue};
 
-use super::check::{select_path, NAMESPACE_OBJECT, OBJECT, OLD_OBJECT, REQUEST};
+use super::check::{select_path, NAMESPACE_OBJECT, OBJECT, OLD_OBJECT, PARAMS, REQUEST};
 
 /// A CEL type, as cel-go prints it, where one is evident.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,7 +108,7 @@ pub(super) fn type_of(expr: &IdedExpr) -> Option<Ty> {
             }
             let (root, path) = select_path(expr)?;
             match root {
-                OBJECT | OLD_OBJECT => Some(Ty::Dyn),
+                OBJECT | OLD_OBJECT | PARAMS => Some(Ty::Dyn),
                 REQUEST => request_field(&path),
                 NAMESPACE_OBJECT if path.is_empty() => Some(Ty::Object("kubernetes.Namespace")),
                 _ => None,

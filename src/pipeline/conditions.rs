@@ -152,7 +152,7 @@ async fn with_authorizer(hook: &Hook, scope: authorizer::Scope, variables: &mut 
 
 /// The authorizer scope of `review`: SubjectAccessReviews as its user, `requestResource` its
 /// resource.
-fn scope(cluster: &Cluster, review: &IncomingReview) -> authorizer::Scope {
+pub(crate) fn scope(cluster: &Cluster, review: &IncomingReview) -> authorizer::Scope {
     let user = serde_json::from_str(review.user_info().get()).unwrap_or_default();
     let r = &review.request;
     let resource = r.request_resource.as_ref().unwrap_or(review.resource());

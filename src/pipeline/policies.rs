@@ -13,16 +13,20 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::conditions;
 use super::context::Review;
 use super::judge::WARN_MODE_PREFIX;
 use super::matching::NamespaceLabels;
 use super::modes::{canary_bucket, CallMode, ShadowMode};
 use super::observe;
 use super::outcome::{CallOutcome, CallRecord};
-use super::policy::{self, Attributes, NoLookups};
+use super::policy::{self, Attributes, Lookups, NoLookups, PolicyResult};
+use crate::cluster::params::Params;
+use crate::cluster::Cluster;
 use crate::config::mode::Mode;
-use crate::config::policy::Policy;
+use crate::config::policy::{Policies, Policy};
 use crate::explain::Step;
+use crate::match_conditions::authorizer;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 
@@ -34,16 +38,44 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
         return Ok(());
     }
     review.fetch_namespace().await;
+    if let Some(cluster) = review.cluster {
+        let kinds: Vec<(String, String)> = policies
+            .iter()
+            .filter(|p| p.params.is_empty())
+            .filter_map(|p| p.param_kind.as_ref())
+            .map(|k| (k.api_version.clone(), k.kind.clone()))
+            .collect();
+        let ready = cluster.params.ready(&kinds);
+        // At most the API server's wait for an informer, and never past the deadline.
+        match review.budget.deadline() {
+            Some(deadline) => {
+                let _ = tokio::time::timeout_at(deadline, ready).await;
+            }
+            None => ready.await,
+        }
+    }
     let namespace = namespace_object(review.request, &review.namespace);
     let old_object: Option<Value> =
         review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
-    let attributes = Attributes {
-        review: review.request,
-        object: review.object.tree(),
-        old_object: old_object.as_ref(),
-        namespace: namespace.as_ref(),
+    let results = match review.cluster {
+        Some(cluster) if policies.iter().any(|p| p.uses_authorizer()) => {
+            let object = review.object.tree().cloned();
+            let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
+            with_authorizer(cluster, owned).await
+        }
+        cluster => {
+            let attributes = Attributes {
+                review: review.request,
+                object: review.object.tree(),
+                old_object: old_object.as_ref(),
+                namespace: namespace.as_ref(),
+            };
+            match cluster {
+                Some(cluster) => policy::evaluate(&policies, &attributes, &Live(&cluster.params)),
+                None => policy::evaluate(&policies, &attributes, &NoLookups),
+            }
+        }
     };
-    let results = policy::evaluate(&policies, &attributes, &NoLookups);
     if results.iter().any(|result| result.matched) {
         if let Some(status) = namespace_failure(review.request, &review.namespace) {
             // The API server fetches the namespace of a namespaced request for the first
@@ -94,6 +126,49 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     }
 }
 
+/// What an evaluation with an authorizer owns: policies, request, object, old object,
+/// namespace.
+type Owned = (Arc<Policies>, IncomingReview, Option<Value>, Option<Value>, Option<Value>);
+
+/// Evaluates with the CEL authorizer, whose checks block on SubjectAccessReviews: on a
+/// blocking thread, so the serving thread goes on with its other reviews (as matchConditions
+/// do, `conditions.rs`). An evaluation that does not finish (cancelled at shutdown) is empty:
+/// the request is then decided without the policies only if it is being abandoned anyway.
+async fn with_authorizer(cluster: &Cluster, owned: Owned) -> Vec<PolicyResult> {
+    let scope = conditions::scope(cluster, &owned.1);
+    let params = Arc::clone(&cluster.params);
+    let evaluated = tokio::task::spawn_blocking(move || {
+        let (policies, review, object, old_object, namespace) = owned;
+        let attributes = Attributes {
+            review: &review,
+            object: object.as_ref(),
+            old_object: old_object.as_ref(),
+            namespace: namespace.as_ref(),
+        };
+        authorizer::with_scope(Some(scope), || policy::evaluate(&policies, &attributes, &Live(&params)))
+    })
+    .await;
+    evaluated.unwrap_or_default()
+}
+
+/// The cluster's parameters as an evaluation reads them.
+struct Live<'a>(&'a Params);
+
+impl Lookups for Live<'_> {
+    fn params(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Option<Result<Vec<Arc<Value>>, String>> {
+        Some(self.0.list(api_version, kind, namespace))
+    }
+
+    fn namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
+        self.0.namespaced(api_version, kind)
+    }
+}
+
 /// How `policy` is run for `request`: a canary is enforced for a stable share of objects.
 fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
     match policy.mode {
@@ -111,7 +186,11 @@ fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
 fn namespace_failure(request: &IncomingReview, namespace: &NamespaceLabels) -> Option<Status> {
     let name = &request.request.namespace;
     match namespace {
-        NamespaceLabels::Missing { .. } => Some(Status {
+        // Not configured (outside cluster mode): the gateway cannot know the namespace, so
+        // `namespaceObject` is null and a namespaceSelector fails as the matcher says
+        // (docs/differences.md, "A policy's namespace outside cluster mode").
+        NamespaceLabels::Missing { live: false } => None,
+        NamespaceLabels::Missing { live: true } => Some(Status {
             status: Some("Failure".into()),
             message: Some(format!("namespaces {name:?} not found")),
             reason: Some("NotFound".into()),
@@ -165,7 +244,8 @@ impl Pending {
             observe::policy_shadow(policy, *mode, result, disagreement, uid);
         }
         for (policy, denied) in &self.paired {
-            let Some((configuration, webhook)) = &policy.replaces else { continue };
+            let Some(replaces) = &policy.replaces else { continue };
+            let (configuration, webhook) = (&replaces.configuration, &replaces.webhook);
             let call = calls.iter().find(|call| {
                 call.round == 0 && call.hook.configuration == *configuration && call.hook.name == *webhook
             });
@@ -202,5 +282,7 @@ mod tests {
         assert_eq!(status.code, Some(404));
         assert_eq!(status.message.as_deref(), Some(r#"namespaces "team-a" not found"#));
         assert!(namespace_failure(&request, &NamespaceLabels::NotNeeded).is_none());
+        // Outside cluster mode an unconfigured namespace is unknown, not absent.
+        assert!(namespace_failure(&request, &NamespaceLabels::Missing { live: false }).is_none());
     }
 }

@@ -182,7 +182,7 @@ async fn a_parameter_from_the_configuration_feeds_the_message_and_the_audit_anno
                     "expression": "object.metadata.name.startsWith(params.data.prefix)",
                     "messageExpression": "'name must start with ' + params.data.prefix",
                 }],
-                "auditAnnotations": [{"key": "prefix", "valueExpression": "params.data.prefix"}],
+                "auditAnnotations": [{"key": "prefix", "valueExpression": "string(params.data.prefix)"}],
             }),
         ))
         .object(bound)

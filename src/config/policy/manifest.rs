@@ -1,0 +1,160 @@
+//! `ValidatingAdmissionPolicy` and `ValidatingAdmissionPolicyBinding` as serde types, field
+//! for field as `admissionregistration.k8s.io/v1` (v1beta1 has the same fields). As in
+//! `config::manifest`: enum-like fields are `String`s, optional fields `Option`s, unknown
+//! fields refused.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::config::manifest::{LabelSelector, RuleWithOperations};
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Metadata {
+    #[serde(default)]
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) annotations: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct PolicyObject {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) metadata: Metadata,
+    #[serde(default)]
+    pub(crate) spec: PolicySpec,
+    /// Written by the API server; read and ignored.
+    #[serde(default)]
+    pub(crate) status: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct PolicySpec {
+    pub(crate) param_kind: Option<ParamKind>,
+    pub(crate) match_constraints: Option<MatchResources>,
+    #[serde(default)]
+    pub(crate) validations: Vec<Validation>,
+    pub(crate) failure_policy: Option<String>,
+    #[serde(default)]
+    pub(crate) audit_annotations: Vec<AuditAnnotation>,
+    #[serde(default)]
+    pub(crate) match_conditions: Vec<NamedExpression>,
+    #[serde(default)]
+    pub(crate) variables: Vec<NamedExpression>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ParamKind {
+    pub(crate) api_version: Option<String>,
+    pub(crate) kind: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct MatchResources {
+    pub(crate) namespace_selector: Option<LabelSelector>,
+    pub(crate) object_selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub(crate) resource_rules: Vec<NamedRule>,
+    #[serde(default)]
+    pub(crate) exclude_resource_rules: Vec<NamedRule>,
+    pub(crate) match_policy: Option<String>,
+}
+
+/// `NamedRuleWithOperations`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct NamedRule {
+    #[serde(default)]
+    pub(crate) resource_names: Vec<String>,
+    #[serde(default)]
+    pub(crate) operations: Vec<String>,
+    #[serde(default)]
+    pub(crate) api_groups: Vec<String>,
+    #[serde(default)]
+    pub(crate) api_versions: Vec<String>,
+    #[serde(default)]
+    pub(crate) resources: Vec<String>,
+    pub(crate) scope: Option<String>,
+}
+
+impl NamedRule {
+    /// The rule without its names, as webhooks' rules are.
+    pub(crate) fn rule(&self) -> RuleWithOperations {
+        RuleWithOperations {
+            operations: self.operations.clone(),
+            api_groups: self.api_groups.clone(),
+            api_versions: self.api_versions.clone(),
+            resources: self.resources.clone(),
+            scope: self.scope.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Validation {
+    #[serde(default)]
+    pub(crate) expression: String,
+    pub(crate) message: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) message_expression: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct AuditAnnotation {
+    #[serde(default)]
+    pub(crate) key: String,
+    #[serde(default)]
+    pub(crate) value_expression: String,
+}
+
+/// `MatchCondition` and `Variable`: a name and an expression.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct NamedExpression {
+    #[serde(default)]
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) expression: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BindingObject {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) metadata: Metadata,
+    #[serde(default)]
+    pub(crate) spec: BindingSpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BindingSpec {
+    #[serde(default)]
+    pub(crate) policy_name: String,
+    pub(crate) param_ref: Option<ParamRef>,
+    pub(crate) match_resources: Option<MatchResources>,
+    #[serde(default)]
+    pub(crate) validation_actions: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ParamRef {
+    pub(crate) name: Option<String>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) selector: Option<LabelSelector>,
+    pub(crate) parameter_not_found_action: Option<String>,
+}

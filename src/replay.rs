@@ -93,7 +93,7 @@ pub(crate) struct Summary {
     /// Differences counted but not listed.
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) differences_omitted: u64,
-    /// The requests set aside, at most 100.
+    /// The requests set aside, the first 100 in recording order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) skipped_requests: Vec<RequestId>,
     /// AdmissionReview files written (`--export`).
@@ -217,7 +217,10 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     let mut replays = std::pin::pin!(replays);
 
     let mut summary = Summary::default();
+    // Both kept by where they were recorded, so the report's order does not depend on which
+    // replay finished first.
     let mut differences = BTreeMap::new();
+    let mut skipped = BTreeMap::new();
     let mut exported = 0;
     while let Some(result) = replays.next().await {
         let (place, (replayed, review)) = result?;
@@ -235,8 +238,9 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
             Replayed::Agree => summary.agree += 1,
             Replayed::Skipped(request) => {
                 summary.skipped += 1;
-                if summary.skipped_requests.len() < MAX_SKIPPED_LISTED {
-                    summary.skipped_requests.push(request);
+                skipped.insert(place, request);
+                if skipped.len() > MAX_SKIPPED_LISTED {
+                    skipped.pop_last();
                 }
             }
             Replayed::Disagree(difference) => {
@@ -255,6 +259,7 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     for kind in Kind::ALL {
         summary.by_kind.entry(kind.as_str()).or_default();
     }
+    summary.skipped_requests = skipped.into_values().collect();
     summary.differences = differences.into_values().map(|difference| *difference).collect();
     summary.exported = options.export.as_ref().map(|_| exported);
     Ok(summary)

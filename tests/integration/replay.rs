@@ -441,3 +441,31 @@ async fn a_difference_on_a_secret_says_it_could_depend_on_a_redacted_value() {
     let output = run(&["replay", &recording.to_string_lossy(), "--config", &config]).await;
     assert!(text(&output.stdout).contains("could depend on a redacted value"), "{}", text(&output.stdout));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_and_the_concurrency_bound_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = MockWebhook::slow(Duration::from_millis(300)).spawn().await;
+    let fleet = Fleet::of([validating(
+        "slow",
+        [webhook("slow.replay.example.com", &slow).rule(&["CREATE"], &["pods"])],
+    )]);
+    let reviews: Vec<Value> = (1..=6).map(|i| pod(&format!("web-{i}"))).collect();
+    let recording = record(dir.path(), &fleet, &reviews).await;
+    let (recording, config) = (recording.to_string_lossy().into_owned(), dir.path().join("fleet.yaml"));
+    let config = config.to_string_lossy().into_owned();
+
+    // Two at a time, 300 ms each: three rounds at least, whatever the rate allows.
+    let began = std::time::Instant::now();
+    let (code, report) =
+        replay_json(&[&recording, "--config", &config, "--concurrency", "2", "--rate", "1000/s"]).await;
+    assert_eq!((code, &report["agree"]), (Some(0), &json!(6)), "{report:#}");
+    assert!(began.elapsed() >= Duration::from_millis(900), "{:?}", began.elapsed());
+
+    // Six at once, but 4 a second: the sixth sent 1.25 s after the first.
+    let began = std::time::Instant::now();
+    let (code, _) =
+        replay_json(&[&recording, "--config", &config, "--concurrency", "6", "--rate", "4/s"]).await;
+    assert_eq!(code, Some(0));
+    assert!(began.elapsed() >= Duration::from_millis(1250), "{:?}", began.elapsed());
+}

@@ -171,6 +171,11 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     let candidate = crate::app::load_snapshot(&options.candidate, &clients, 1)
         .await
         .context("the candidate configuration (--config)")?;
+    // A name that is not there would pass every review, and the gate with them.
+    if let Some(name) = &options.only_webhook {
+        let known = candidate.mutating.iter().chain(&candidate.validating).any(|hook| hook.name == *name);
+        anyhow::ensure!(known, "--only-webhook {name:?}: the candidate fleet has no webhook of that name");
+    }
     let baseline = match &options.baseline {
         Some(paths) => Some(
             crate::app::load_snapshot(paths, &clients, 2)

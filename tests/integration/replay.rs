@@ -269,6 +269,13 @@ async fn errors_exit_2_naming_the_file_and_line() {
     let output =
         run(&["replay", &file.to_string_lossy(), "--config", &config, "--max-disagreement", "lots"]).await;
     assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("--max-disagreement \"lots\""), "{}", text(&output.stderr));
+    // A webhook the candidate does not have would agree on everything: refused.
+    let output =
+        run(&["replay", &file.to_string_lossy(), "--config", &config, "--only-webhook", "typo.example.com"])
+            .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("no webhook of that name"), "{}", text(&output.stderr));
 }
 
 /// Answers that vary on their own: for each request, the webhook allows and denies in turn

@@ -17,6 +17,7 @@
 mod compare;
 mod export;
 mod record;
+mod redact;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -153,6 +154,8 @@ struct Fleets {
     only_webhook: Option<String>,
     pace: Pace,
     exporting: bool,
+    /// The recordings' keys, to hash what a candidate's patch writes into a Secret.
+    keys: redact::Keys,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -194,6 +197,7 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
         only_webhook: options.only_webhook.clone(),
         pace: Pace::new(options.rate),
         exporting: options.export.is_some(),
+        keys: redact::Keys::of(&files),
     };
     let concurrency = options.concurrency.max(1);
 
@@ -215,7 +219,8 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
         .map(|item| async move {
             let (place, path, record) = item?;
             let at = format!("{}:{}", path.display(), place.line);
-            let replayed = replay(fleets, record, at.clone()).await.with_context(|| at)?;
+            let key = fleets.keys.of_file(&path);
+            let replayed = replay(fleets, record, key, at.clone()).await.with_context(|| at)?;
             anyhow::Ok((place, replayed))
         })
         .buffer_unordered(concurrency);
@@ -272,7 +277,12 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
 
 /// One record: the baseline's repeats, then the candidate, compared. Returned with it, the
 /// recorded review when exporting.
-async fn replay(fleets: &Fleets, record: Record, at: String) -> anyhow::Result<(Replayed, Option<Value>)> {
+async fn replay(
+    fleets: &Fleets,
+    record: Record,
+    key: Option<&ring::hmac::Key>,
+    at: String,
+) -> anyhow::Result<(Replayed, Option<Value>)> {
     let endpoint = match record.endpoint.as_str() {
         "mutate" => Endpoint::Mutate,
         "validate" => Endpoint::Validate,
@@ -284,19 +294,28 @@ async fn replay(fleets: &Fleets, record: Record, at: String) -> anyhow::Result<(
     let request: Value = serde_json::from_slice(body).context("the recorded request is not JSON")?;
     let id = request_id(&review, endpoint);
     let export = fleets.exporting.then(|| request.clone());
+    // What a fleet's patch writes into a Secret, hashed as the recording hashed it.
+    let secret = redact::is_secret(&request);
+    let answered = |outcome: &Outcome| {
+        let mut compared = Compared::candidate(outcome, fleets.only_webhook.as_deref());
+        if let (true, Compared::Answer(Said { patch: Some(patch), .. })) = (secret, &mut compared) {
+            redact::patch(patch, key);
+        }
+        compared
+    };
 
     let recorded = Compared::recorded(&record, fleets.only_webhook.as_deref());
     if let Some(baseline) = &fleets.baseline {
         for _ in 0..fleets.repeat {
             let outcome = dispatch(baseline, &review, endpoint, &fleets.pace).await;
-            let again = Compared::candidate(&outcome, fleets.only_webhook.as_deref());
+            let again = answered(&outcome);
             if recorded.disagrees(&again, &request).is_some() {
                 return Ok((Replayed::Skipped(id), export));
             }
         }
     }
     let outcome = dispatch(&fleets.candidate, &review, endpoint, &fleets.pace).await;
-    let candidate = Compared::candidate(&outcome, fleets.only_webhook.as_deref());
+    let candidate = answered(&outcome);
     let Some((kind, diff)) = recorded.disagrees(&candidate, &request) else {
         return Ok((Replayed::Agree, export));
     };

@@ -476,3 +476,56 @@ async fn the_rate_and_the_concurrency_bound_the_replay() {
     assert_eq!(code, Some(0));
     assert!(began.elapsed() >= Duration::from_millis(1250), "{:?}", began.elapsed());
 }
+
+/// A webhook writing `token` into a Secret's data.
+fn token_writer(token: &'static str) -> MockWebhook {
+    MockWebhook::patching(json!([{"op": "add", "path": "/data/token", "value": token}]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secrets_values_written_by_a_patch_compare_by_their_hashes_and_are_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = token_writer("aW5qZWN0ZWQ=").spawn().await;
+    let fleet = Fleet::of([mutating("tokens", [webhook(LABEL, &writer).rule(&["CREATE"], &["secrets"])])]);
+    let recording = record(dir.path(), &fleet, &[fixtures::review(SECRET_CREATE)]).await;
+    let file = std::fs::read_dir(&recording)
+        .unwrap()
+        .flatten()
+        .map(|item| item.path())
+        .find(|path| path.to_string_lossy().ends_with(".jsonl"))
+        .unwrap();
+    let config = dir.path().join("fleet.yaml").to_string_lossy().into_owned();
+
+    // The same fleet writes the same value: hashed with the recording's key, it agrees.
+    let (code, report) = replay_json(&[&recording.to_string_lossy(), "--config", &config]).await;
+    assert_eq!((code, &report["agree"]), (Some(0), &json!(1)), "{report:#}");
+
+    // Another value: a patch difference, both sides hashes.
+    let other = token_writer("b3RoZXItdG9rZW4=").spawn().await;
+    let fleet = Fleet::of([mutating("tokens", [webhook(LABEL, &other).rule(&["CREATE"], &["secrets"])])]);
+    let candidate = write(dir.path(), "other.yaml", &fleet.yaml());
+    let output = run(&["replay", &recording.to_string_lossy(), "--config", &candidate, "-o", "json"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let said = text(&output.stdout);
+    assert!(!said.contains("b3RoZXItdG9rZW4=") && !said.contains("aW5qZWN0ZWQ="), "{said}");
+    let report: Value = serde_json::from_str(&said).unwrap();
+    let difference = &report["differences"][0];
+    assert_eq!((&difference["kind"], &difference["dependsOnRedacted"]), (&json!("patch"), &json!(true)));
+    let change = &difference["objectDiff"][0];
+    assert_eq!(change["path"], "/data/token");
+    for side in ["recorded", "candidate"] {
+        assert!(change[side].as_str().unwrap().starts_with("hmac-sha256:"), "{change}");
+    }
+
+    // A recording copied without its key: nothing to hash with, so nothing shown and no agreement claimed.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    let copied = copy.join(file.file_name().unwrap());
+    std::fs::copy(&file, &copied).unwrap();
+    let output = run(&["replay", &copied.to_string_lossy(), "--config", &config]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let said = text(&output.stdout);
+    assert!(!said.contains("aW5qZWN0ZWQ="), "{said}");
+    assert!(said.contains("the recording's key is not readable"), "{said}");
+    assert!(said.contains("could depend on a redacted value"), "{said}");
+}

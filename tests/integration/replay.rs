@@ -214,6 +214,23 @@ async fn a_candidate_is_reported_on_exactly_the_reviews_it_changes() {
     assert_eq!(call_error["candidate"]["allowed"], true, "failing open: {call_error}");
     assert!(call_error["candidate"]["callErrors"][0].as_str().unwrap().starts_with(PROBE), "{call_error}");
 
+    // The same recording rotated and compressed (`reviews-*.jsonl.gz`), its key beside it.
+    let rotated = dir.path().join("rotated");
+    std::fs::create_dir(&rotated).unwrap();
+    for item in std::fs::read_dir(&recording).unwrap().flatten() {
+        let name = item.file_name().to_string_lossy().into_owned();
+        let bytes = std::fs::read(item.path()).unwrap();
+        if name.ends_with(".jsonl") {
+            let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut gzip, &bytes).unwrap();
+            std::fs::write(rotated.join(format!("{name}.gz")), gzip.finish().unwrap()).unwrap();
+        } else {
+            std::fs::write(rotated.join(name), bytes).unwrap();
+        }
+    }
+    let (code, again) = replay_json(&[&rotated.to_string_lossy(), "--config", &candidate.config]).await;
+    assert_eq!((code, kinds(&again)), (Some(1), kinds(&report)), "{again:#}");
+
     // The thresholds: a count, a percent of the 7 reviews (5 are 71.4 %).
     for (threshold, expected) in [("5", 0), ("4", 1), ("72%", 0), ("71%", 1)] {
         let (code, _) =

@@ -170,8 +170,9 @@ fn is_zero_usize(n: &usize) -> bool {
 /// does not load, is an error (naming the file, and the line if any).
 pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     let files = record::files(&options.recordings)?;
-    let clients = Arc::new(Clients::default());
-    let candidate = crate::app::load_snapshot(&options.candidate, &clients, 1)
+    // Each fleet has clients of its own: a webhook ejected by the baseline's failures
+    // (src/upstream/breaker.rs) is not ejected for the candidate.
+    let candidate = crate::app::load_snapshot(&options.candidate, &Arc::new(Clients::default()), 1)
         .await
         .context("the candidate configuration (--config)")?;
     // A name that is not there would pass every review, and the gate with them.
@@ -181,7 +182,7 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     }
     let baseline = match &options.baseline {
         Some(paths) => Some(
-            crate::app::load_snapshot(paths, &clients, 2)
+            crate::app::load_snapshot(paths, &Arc::new(Clients::default()), 1)
                 .await
                 .context("the baseline configuration (--baseline)")?,
         ),

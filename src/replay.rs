@@ -9,6 +9,9 @@
 //!                                                     └▶ export.rs (--export)
 //! ```
 //!
+//! On a Secret, what a fleet's patch writes under `data` is hashed with the recording's key
+//! first (`redact.rs`), as the recorded patch was: the two compare, and neither is shown.
+//!
 //! Each review goes through the same pipeline `review` runs it through, against a snapshot
 //! compiled once, with real calls to the fleet's webhooks. Nothing of a recording is held
 //! beyond the reviews in flight and the differences kept for the report (at most

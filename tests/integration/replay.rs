@@ -245,6 +245,13 @@ async fn a_candidate_is_reported_on_exactly_the_reviews_it_changes() {
     let said = text(&output.stdout);
     assert!(said.starts_with("replayed 7 reviews: 7 agree, 0 disagree\n"), "{said}");
 
+    // YAML: the same fields.
+    let output = run(&["replay", &recording, "--config", &candidate.config, "-o", "yaml"]).await;
+    let yaml = text(&output.stdout);
+    for field in ["agree: 2\n", "disagree: 5\n", "total: 7\n", "kind: patch\n"] {
+        assert!(yaml.contains(field), "{field:?} in {yaml}");
+    }
+
     // Text: each difference with its kind, both answers and the object's differing paths.
     let output = run(&["replay", &recording, "--config", &candidate.config, "--rate", "200/s"]).await;
     assert_eq!(output.status.code(), Some(1));

@@ -6,6 +6,7 @@
 //! start). Results go to standard output, errors and logs to standard error.
 
 mod check;
+mod replay;
 mod review;
 
 use std::path::PathBuf;
@@ -58,6 +59,9 @@ pub(crate) enum Command {
     Check(CheckArgs),
     /// Run one AdmissionReview file through the live fleet and print the answer and an explanation.
     Review(ReviewArgs),
+    /// Send a recording's reviews (`serve --record`) through a candidate fleet and compare the
+    /// answers with the recorded ones. Exit 0 within --max-disagreement, 1 over it, 2 error.
+    Replay(ReplayArgs),
     /// Print the gateway's own webhook registrations for a fleet.
     Registration(crate::registration::RegistrationArgs),
     /// Start an example fleet with the gateway in front, send sample reviews, keep serving.
@@ -220,6 +224,57 @@ pub(crate) struct ReviewArgs {
     pub(crate) file: Option<PathBuf>,
 }
 
+/// Which replayed reviews `replay --export` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportOnly {
+    /// Those on which the candidate disagrees.
+    #[default]
+    Disagreeing,
+    /// Every review replayed.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// Recording files (`reviews-*.jsonl`, or gzip `reviews-*.jsonl.gz`) or directories (all
+    /// their `reviews-*` files, in name order).
+    #[arg(required = true, value_name = "RECORDING")]
+    pub(crate) recordings: Vec<PathBuf>,
+    /// The candidate fleet: configuration files or directories; may be repeated.
+    #[arg(long = "config", required = true, value_name = "PATH", action = clap::ArgAction::Append)]
+    pub(crate) config: Vec<PathBuf>,
+    /// Reviews sent a second at most, baseline repeats included (`N/s`; default 50/s).
+    #[arg(long, value_name = "N/s")]
+    pub(crate) rate: Option<String>,
+    /// Reviews in flight at most.
+    #[arg(long, default_value_t = 8, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub(crate) concurrency: u16,
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub(crate) output: Output,
+    /// Disagreements allowed before exiting 1: a count (`5`) or a percent of the reviews
+    /// replayed (`2.5%`).
+    #[arg(long, default_value = "0", value_name = "N|N%")]
+    pub(crate) max_disagreement: String,
+    /// Compare this webhook's own outcome in each review (allowed, denied, error; its code;
+    /// whether it patched) instead of the whole answer: to replace one webhook in a fleet.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) only_webhook: Option<String>,
+    /// Replay each review this many times against --baseline first; a review whose answers
+    /// vary there is set aside (`skipped`), not counted as a disagreement. Default 3.
+    #[arg(long, value_name = "K", requires = "baseline", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: Option<u32>,
+    /// The fleet that was recorded (for --repeat); may be repeated.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
+    pub(crate) baseline: Vec<PathBuf>,
+    /// Write reviews as AdmissionReview files (admission.k8s.io/v1) into DIR (made 0700,
+    /// files 0600), for `review` and for webhook tests.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) export: Option<PathBuf>,
+    /// Which reviews --export writes.
+    #[arg(long, value_enum, default_value_t, requires = "export")]
+    pub(crate) export_only: ExportOnly,
+}
+
 /// `serve`'s own runtime's workers (src/server/threads.rs serves the reviews).
 const CONTROL_WORKERS: usize = 2;
 
@@ -243,6 +298,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Check(args) => return check::run(&args),
             Command::Review(args) => return review::run(args).await,
+            Command::Replay(args) => return replay::run(args).await,
             Command::Registration(args) => return crate::registration::run(args),
             Command::Demo(args) => crate::demo::run(args).await,
         };

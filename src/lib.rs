@@ -16,7 +16,7 @@
 //! to bottom:
 //!
 //! ```text
-//! main ─▶ cli ─▶ {demo, registration, report} ─▶ app (the composition root)
+//! main ─▶ cli ─▶ {demo, registration, replay, report} ─▶ app (the composition root)
 //! app ─▶ server ─▶ pipeline ─▶ {cluster, traces} ─▶ config ─▶ upstream ─▶ review ─▶ go
 //!                  pipeline ─▶ patch ─▶ go         (each also imports what is below it)
 //! leaves: endpoint (the endpoint a review arrived at), explain, go, lanes (the serving
@@ -51,6 +51,7 @@
 //!   goes through.
 //! - `recording`: answered reviews written to files (`serve --record`), a Secret's values
 //!   redacted, off the request path.
+//! - `replay`: a recording's reviews sent through a candidate fleet and compared (`replay`).
 //! - `alloc`: the allocator's free memory back to the OS once a burst is over.
 //! - `registration`: the gateway's own webhook registrations for a fleet.
 //! - `demo`: an example fleet for `admission-gateway demo`. `certs`: generated PKI, and
@@ -78,6 +79,7 @@ pub mod patch;
 pub(crate) mod pipeline;
 pub mod recording;
 pub(crate) mod registration;
+pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod review;
 pub(crate) mod server;

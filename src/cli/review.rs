@@ -24,6 +24,11 @@ pub(super) async fn run(args: ReviewArgs) -> ExitCode {
     }
 }
 
+/// Said on standard error when the review carries redacted values.
+const REDACTED_NOTE: &str =
+    "note: this review carries redacted values (a Secret's data as hmac-sha256 hashes, \
+     from a recording): the decision could depend on a redacted value";
+
 /// `Ok(allowed)`.
 async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
     let file = review_file(&mut args)?;
@@ -37,6 +42,11 @@ async fn review(mut args: ReviewArgs) -> anyhow::Result<bool> {
     };
     let review = decode::review(&body)
         .with_context(|| format!("{} is not a usable AdmissionReview", file.display()))?;
+    // A review exported from a recording (`replay --export`) has a Secret's values as keyed
+    // hashes: the webhooks judged those, not the values the API server sent.
+    if serde_json::from_slice(&body).is_ok_and(|review| crate::replay::review_holds_redacted(&review)) {
+        eprintln!("{REDACTED_NOTE}");
+    }
     let endpoint = Endpoint::from(args.stage);
     let outcome = crate::app::review_once(&args.config.paths, &review, endpoint, timeout).await?;
     match args.output {

@@ -34,6 +34,7 @@ mod readiness;
 mod recording;
 mod registration;
 mod reload_and_tls;
+mod replay;
 mod safe_reload;
 mod threads;
 mod traces;

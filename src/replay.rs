@@ -1,0 +1,493 @@
+//! `admission-gateway replay`: every review of a recording (`serve --record`, src/recording.rs)
+//! sent again through a candidate fleet, and its answer compared with the recorded one.
+//!
+//! ```text
+//! recording files ─▶ reader thread ─ bounded channel ─▶ at most --concurrency at once,
+//!   (record.rs: line by line, .jsonl or .jsonl.gz)       at most --rate a second
+//!     each record: [--repeat K: the baseline K times; an answer that varies sets it aside]
+//!                  the candidate once ─▶ compare.rs (kind, object diff) ─▶ Summary
+//!                                                     └▶ export.rs (--export)
+//! ```
+//!
+//! On a Secret, what a fleet's patch writes under `data` is hashed with the recording's key
+//! first (`redact.rs`), as the recorded patch was: the two compare, and neither is shown.
+//!
+//! Each review goes through the same pipeline `review` runs it through, against a snapshot
+//! compiled once, with real calls to the fleet's webhooks. Nothing of a recording is held
+//! beyond the reviews in flight and the differences kept for the report (at most
+//! [`MAX_DIFFERENCES`]).
+
+mod compare;
+mod export;
+mod record;
+mod redact;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures_util::StreamExt as _;
+use serde::Serialize;
+use serde_json::Value;
+
+pub(crate) use compare::{review_holds_redacted, Change, Kind};
+use compare::{Said, Turn};
+use record::Record;
+
+use crate::config::Snapshot;
+use crate::endpoint::Endpoint;
+use crate::pipeline::budget::Budget;
+use crate::pipeline::outcome::{CallOutcome, Outcome};
+use crate::pipeline::shadow::Shadows;
+use crate::review::decode::{self, IncomingReview};
+use crate::upstream::Clients;
+
+/// The report lists at most this many differences (the first in recording order); the counts
+/// cover them all.
+pub(crate) const MAX_DIFFERENCES: usize = 1000;
+/// As many requests set aside as non-deterministic are listed at most.
+const MAX_SKIPPED_LISTED: usize = 100;
+
+/// What to replay, against what, how fast.
+#[derive(Debug)]
+pub(crate) struct Options {
+    /// Recording files and directories.
+    pub(crate) recordings: Vec<PathBuf>,
+    /// The candidate fleet's configuration.
+    pub(crate) candidate: Vec<PathBuf>,
+    /// Reviews sent a second at most (baseline repeats included).
+    pub(crate) rate: u32,
+    /// Reviews in flight at most.
+    pub(crate) concurrency: usize,
+    /// Compare this webhook's own outcomes instead of the whole answer.
+    pub(crate) only_webhook: Option<String>,
+    /// With `baseline`: how many times each review is first replayed against it.
+    pub(crate) repeat: u32,
+    /// The fleet that was recorded.
+    pub(crate) baseline: Option<Vec<PathBuf>>,
+    /// Where to write reviews as AdmissionReview files, and which.
+    pub(crate) export: Option<(PathBuf, Export)>,
+}
+
+/// Which reviews `--export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Export {
+    Disagreeing,
+    All,
+}
+
+/// The result of a replay, as `-o json|yaml` prints it (docs/operations.md, "Replaying a
+/// recording").
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Summary {
+    /// Reviews read from the recording.
+    pub(crate) total: u64,
+    pub(crate) agree: u64,
+    pub(crate) disagree: u64,
+    /// Set aside: the baseline's own answers varied (`--repeat`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) skipped: u64,
+    /// Disagreements by kind, every kind present.
+    pub(crate) by_kind: BTreeMap<&'static str, u64>,
+    /// In recording order, at most [`MAX_DIFFERENCES`].
+    pub(crate) differences: Vec<Difference>,
+    /// Differences counted but not listed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) differences_omitted: u64,
+    /// The requests set aside, the first 100 in recording order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) skipped_requests: Vec<RequestId>,
+    /// AdmissionReview files written (`--export`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) exported: Option<u64>,
+}
+
+/// One review on which the candidate disagrees.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Difference {
+    pub(crate) request: RequestId,
+    pub(crate) kind: Kind,
+    /// The recorded answer (or, with `--only-webhook`, the webhook's recorded turns).
+    pub(crate) recorded: Value,
+    /// The candidate's.
+    pub(crate) candidate: Value,
+    /// Where the patched objects differ (both allowed), by JSON Pointer path.
+    pub(crate) object_diff: Vec<Change>,
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub(crate) object_diff_omitted: usize,
+    /// The request held redacted values, or a differing value is one: the decision could
+    /// depend on a value the recording does not have.
+    pub(crate) depends_on_redacted: bool,
+    /// `FILE:LINE` of the record.
+    pub(crate) record: String,
+}
+
+/// Who a review was about.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct RequestId {
+    pub(crate) uid: String,
+    pub(crate) endpoint: &'static str,
+    pub(crate) operation: &'static str,
+    pub(crate) kind: String,
+    /// `RESOURCE[.GROUP][/SUBRESOURCE]`.
+    pub(crate) resource: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub(crate) namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub(crate) name: String,
+}
+
+/// What became of one record.
+enum Replayed {
+    Agree,
+    Disagree(Box<Difference>),
+    /// The baseline's answers varied.
+    Skipped(RequestId),
+}
+
+/// What every replay of a record shares.
+struct Fleets {
+    candidate: Snapshot,
+    baseline: Option<Snapshot>,
+    repeat: u32,
+    only_webhook: Option<String>,
+    pace: Pace,
+    exporting: bool,
+    /// The recordings' keys, to hash what a candidate's patch writes into a Secret.
+    keys: redact::Keys,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Replays the recordings of `options`. An unreadable recording or record, or a fleet that
+/// does not load, is an error (naming the file, and the line if any).
+pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
+    let files = record::files(&options.recordings)?;
+    // Each fleet has clients of its own: a webhook ejected by the baseline's failures
+    // (src/upstream/breaker.rs) is not ejected for the candidate.
+    let candidate = crate::app::load_snapshot(&options.candidate, &Arc::new(Clients::default()), 1)
+        .await
+        .context("the candidate configuration (--config)")?;
+    // A name that is not there would pass every review, and the gate with them.
+    if let Some(name) = &options.only_webhook {
+        let known = candidate.mutating.iter().chain(&candidate.validating).any(|hook| hook.name == *name);
+        anyhow::ensure!(known, "--only-webhook {name:?}: the candidate fleet has no webhook of that name");
+    }
+    let baseline = match &options.baseline {
+        Some(paths) => Some(
+            crate::app::load_snapshot(paths, &Arc::new(Clients::default()), 1)
+                .await
+                .context("the baseline configuration (--baseline)")?,
+        ),
+        None => None,
+    };
+    if let Some((dir, _)) = &options.export {
+        export::prepare(dir)?;
+    }
+    let fleets = Fleets {
+        candidate,
+        baseline,
+        repeat: options.repeat,
+        only_webhook: options.only_webhook.clone(),
+        pace: Pace::new(options.rate),
+        exporting: options.export.is_some(),
+        keys: redact::Keys::of(&files),
+    };
+    let concurrency = options.concurrency.max(1);
+
+    // The reader runs on a thread of its own (file reads and gzip block), at most a few
+    // records ahead of the replays.
+    let (sender, receiver) = tokio::sync::mpsc::channel(concurrency * 2);
+    let reader = std::thread::Builder::new().name("replay-reader".into()).spawn(move || {
+        for item in record::Reader::new(files) {
+            if sender.blocking_send(item).is_err() {
+                break;
+            }
+        }
+    })?;
+    let records = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    });
+    let fleets = &fleets;
+    let replays = records
+        .map(|item| async move {
+            let (place, path, record) = item?;
+            let at = format!("{}:{}", path.display(), place.line);
+            let key = fleets.keys.of_file(&path);
+            let replayed = replay(fleets, record, key, at.clone()).await.with_context(|| at)?;
+            anyhow::Ok((place, replayed))
+        })
+        .buffer_unordered(concurrency);
+    let mut replays = std::pin::pin!(replays);
+
+    let mut summary = Summary::default();
+    // Both kept by where they were recorded, so the report's order does not depend on which
+    // replay finished first.
+    let mut differences = BTreeMap::new();
+    let mut skipped = BTreeMap::new();
+    let mut exported = 0;
+    while let Some(result) = replays.next().await {
+        let (place, (replayed, review)) = result?;
+        summary.total += 1;
+        let chosen = match options.export {
+            Some((_, Export::All)) => true,
+            Some((_, Export::Disagreeing)) => matches!(replayed, Replayed::Disagree(_)),
+            None => false,
+        };
+        if let (true, Some((dir, _)), Some(review)) = (chosen, &options.export, review) {
+            export::write(dir, &review)?;
+            exported += 1;
+        }
+        match replayed {
+            Replayed::Agree => summary.agree += 1,
+            Replayed::Skipped(request) => {
+                summary.skipped += 1;
+                skipped.insert(place, request);
+                if skipped.len() > MAX_SKIPPED_LISTED {
+                    skipped.pop_last();
+                }
+            }
+            Replayed::Disagree(difference) => {
+                summary.disagree += 1;
+                *summary.by_kind.entry(difference.kind.as_str()).or_default() += 1;
+                differences.insert(place, difference);
+                if differences.len() > MAX_DIFFERENCES {
+                    differences.pop_last();
+                    summary.differences_omitted += 1;
+                }
+            }
+        }
+    }
+    // The stream ended: the reader has sent its last record.
+    let _ = reader.join();
+    for kind in Kind::ALL {
+        summary.by_kind.entry(kind.as_str()).or_default();
+    }
+    summary.skipped_requests = skipped.into_values().collect();
+    summary.differences = differences.into_values().map(|difference| *difference).collect();
+    summary.exported = options.export.as_ref().map(|_| exported);
+    Ok(summary)
+}
+
+/// One record: the baseline's repeats, then the candidate, compared. Returned with it, the
+/// recorded review when exporting.
+async fn replay(
+    fleets: &Fleets,
+    record: Record,
+    key: Option<&ring::hmac::Key>,
+    at: String,
+) -> anyhow::Result<(Replayed, Option<Value>)> {
+    let endpoint = match record.endpoint.as_str() {
+        "mutate" => Endpoint::Mutate,
+        "validate" => Endpoint::Validate,
+        "admit" => Endpoint::Admit,
+        other => anyhow::bail!("unknown endpoint {other:?}"),
+    };
+    let body = record.request.get().as_bytes();
+    let review = decode::review(body).context("the recorded request is not a usable AdmissionReview")?;
+    let request: Value = serde_json::from_slice(body).context("the recorded request is not JSON")?;
+    let id = request_id(&review, endpoint);
+    let export = fleets.exporting.then(|| request.clone());
+    // What a fleet's patch writes into a Secret, hashed as the recording hashed it.
+    let secret = redact::is_secret(&request);
+    let answered = |outcome: &Outcome| {
+        let mut compared = Compared::candidate(outcome, fleets.only_webhook.as_deref());
+        if let (true, Compared::Answer(Said { patch: Some(patch), .. })) = (secret, &mut compared) {
+            redact::patch(patch, key);
+        }
+        compared
+    };
+
+    let recorded = Compared::recorded(&record, fleets.only_webhook.as_deref());
+    if let Some(baseline) = &fleets.baseline {
+        for _ in 0..fleets.repeat {
+            let outcome = dispatch(baseline, &review, endpoint, &fleets.pace).await;
+            let again = answered(&outcome);
+            if recorded.disagrees(&again, &request).is_some() {
+                return Ok((Replayed::Skipped(id), export));
+            }
+        }
+    }
+    let outcome = dispatch(&fleets.candidate, &review, endpoint, &fleets.pace).await;
+    let candidate = answered(&outcome);
+    let Some((kind, diff)) = recorded.disagrees(&candidate, &request) else {
+        return Ok((Replayed::Agree, export));
+    };
+    let difference = Difference {
+        request: id,
+        kind,
+        recorded: recorded.shown(),
+        candidate: candidate.shown(),
+        object_diff: diff.changes,
+        object_diff_omitted: diff.omitted,
+        depends_on_redacted: diff.redacted || review_holds_redacted(&request),
+        record: at,
+    };
+    Ok((Replayed::Disagree(Box::new(difference)), export))
+}
+
+/// What is compared of an answer: all of it, or one webhook's turns.
+enum Compared {
+    Answer(Said),
+    Webhook(String, Vec<Turn>),
+}
+
+impl Compared {
+    fn recorded(record: &Record, only_webhook: Option<&str>) -> Self {
+        if let Some(name) = only_webhook {
+            let turns = record.webhooks.iter().filter(|w| w.name == name).map(|w| Turn {
+                round: w.round,
+                outcome: w.outcome.clone(),
+                code: w.code,
+                mutated: w.mutated,
+                reason: w.reason.clone(),
+            });
+            return Compared::Webhook(name.to_owned(), turns.collect());
+        }
+        let answer = &record.answer;
+        let errors = record.webhooks.iter().filter(|w| w.outcome == "error");
+        Compared::Answer(Said {
+            allowed: answer.allowed,
+            code: answer.code,
+            message: answer.message.as_deref().map(compare::cut),
+            warnings: answer.warnings.iter().map(|w| compare::cut(w)).collect(),
+            call_errors: errors
+                .map(|w| format!("{}: {}", w.name, w.reason.as_deref().unwrap_or("error")))
+                .collect(),
+            patch: answer.patch.clone(),
+        })
+    }
+
+    fn candidate(outcome: &Outcome, only_webhook: Option<&str>) -> Self {
+        if let Some(name) = only_webhook {
+            let turns = outcome.calls.iter().filter(|call| call.hook.name == name).map(|call| {
+                let (words, reason) = call.outcome.words();
+                Turn {
+                    round: call.round,
+                    outcome: words.to_owned(),
+                    code: call.code(),
+                    mutated: matches!(call.outcome, CallOutcome::Allowed { mutated: true }),
+                    reason: reason.map(str::to_owned),
+                }
+            });
+            return Compared::Webhook(name.to_owned(), turns.collect());
+        }
+        let answer = &outcome.answer;
+        let status = answer.status.as_ref();
+        let errors = outcome.calls.iter().filter_map(|call| match call.outcome.words() {
+            ("error", reason) => Some(format!("{}: {}", call.hook.name, reason.unwrap_or("error"))),
+            _ => None,
+        });
+        Compared::Answer(Said {
+            allowed: answer.allowed,
+            code: status.and_then(|s| s.code).unwrap_or(200),
+            message: status.and_then(|s| s.message.as_deref()).map(compare::cut),
+            warnings: answer.warnings.iter().map(|w| compare::cut(w)).collect(),
+            call_errors: errors.collect(),
+            patch: answer.patch.as_deref().and_then(|patch| serde_json::from_slice(patch).ok()),
+        })
+    }
+
+    /// How `other` disagrees with this (the recorded) one, on `review`.
+    fn disagrees(&self, other: &Compared, review: &Value) -> Option<(Kind, compare::ObjectDiff)> {
+        match (self, other) {
+            (Compared::Answer(recorded), Compared::Answer(candidate)) => {
+                let object = Some(&review["request"]["object"]).filter(|o| !o.is_null());
+                compare::answers(recorded, candidate, object)
+            }
+            (Compared::Webhook(_, recorded), Compared::Webhook(_, candidate)) => {
+                compare::turns(recorded, candidate).map(|kind| (kind, compare::ObjectDiff::default()))
+            }
+            _ => None,
+        }
+    }
+
+    /// As the report shows it.
+    fn shown(&self) -> Value {
+        match self {
+            Compared::Answer(said) => serde_json::to_value(said).unwrap_or_default(),
+            Compared::Webhook(name, turns) => serde_json::json!({
+                "webhook": name,
+                "matched": !turns.is_empty(),
+                "turns": turns,
+            }),
+        }
+    }
+}
+
+/// One review through `snapshot`, as `review` runs it: the whole pipeline, real calls, its
+/// shadow calls awaited (so they never pile up), after waiting for its turn at the rate.
+async fn dispatch(snapshot: &Snapshot, review: &IncomingReview, endpoint: Endpoint, pace: &Pace) -> Outcome {
+    pace.wait().await;
+    let shadows = Shadows::awaited();
+    let budget = Budget::unlimited(&snapshot.settings);
+    let request = crate::pipeline::Request::new(snapshot, review, endpoint, budget, &shadows);
+    let (mut outcome, running) = crate::pipeline::review(request).await;
+    running.finish(&mut outcome.explanation).await;
+    outcome
+}
+
+fn request_id(review: &IncomingReview, endpoint: Endpoint) -> RequestId {
+    let request = &review.request;
+    let resource = review.resource();
+    let mut named = resource.resource.clone();
+    if !resource.group.is_empty() {
+        named = format!("{named}.{}", resource.group);
+    }
+    if !request.sub_resource.is_empty() {
+        named = format!("{named}/{}", request.sub_resource);
+    }
+    RequestId {
+        uid: request.uid.value.clone(),
+        endpoint: endpoint.as_str(),
+        operation: review.operation().as_str(),
+        kind: review.kind().kind.clone(),
+        resource: named,
+        namespace: request.namespace.clone(),
+        name: request.name.clone(),
+    }
+}
+
+/// At most `rate` reviews a second, whoever sends them.
+struct Pace {
+    ticks: tokio::sync::Mutex<tokio::time::Interval>,
+}
+
+impl Pace {
+    fn new(rate: u32) -> Self {
+        let period = Duration::from_secs(1) / rate.max(1);
+        let mut ticks = tokio::time::interval(period);
+        // Late ticks are not made up for with a burst.
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Pace { ticks: tokio::sync::Mutex::new(ticks) }
+    }
+
+    async fn wait(&self) {
+        self.ticks.lock().await.tick().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_pace_sends_at_most_rate_a_second() {
+        let pace = Pace::new(10);
+        let began = tokio::time::Instant::now();
+        for _ in 0..21 {
+            pace.wait().await;
+        }
+        assert_eq!(began.elapsed(), Duration::from_secs(2), "the first at once, then one each 100 ms");
+    }
+}

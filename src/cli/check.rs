@@ -31,7 +31,11 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
             match (valid, counts) {
                 (true, Some((mutating, validating, namespaces, policies))) => println!(
                     "configuration is valid: {mutating} mutating and {validating} validating webhooks, {}{namespaces} namespaces{}",
-                    if policies > 0 { format!("{policies} ValidatingAdmissionPolicies, ") } else { String::new() },
+                    match policies {
+                        0 => String::new(),
+                        1 => "1 ValidatingAdmissionPolicy, ".to_owned(),
+                        n => format!("{n} ValidatingAdmissionPolicies, "),
+                    },
                     if warnings > 0 { format!(", {warnings} warning(s)") } else { String::new() }
                 ),
                 _ => println!("configuration refused: {errors} error(s), {warnings} warning(s)"),

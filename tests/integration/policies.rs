@@ -50,10 +50,12 @@ fn annotated(mut object: Value, annotations: &[(&str, &str)]) -> Value {
 
 /// The namespace-suffix policy of the upstream integration test.
 fn namespace_suffix(actions: &[&str]) -> Fleet {
-    with_namespace_suffix(Fleet::default(), actions)
+    with_namespace_suffix(Fleet::default(), actions, "validate-namespace-suffix-binding")
 }
 
-fn with_namespace_suffix(fleet: Fleet, actions: &[&str]) -> Fleet {
+/// The metrics are the process's: a test that reads them binds the policy under a name of its
+/// own.
+fn with_namespace_suffix(fleet: Fleet, actions: &[&str], binding_name: &str) -> Fleet {
     fleet
         .object(policy(
             "validate-namespace-suffix",
@@ -61,7 +63,7 @@ fn with_namespace_suffix(fleet: Fleet, actions: &[&str]) -> Fleet {
             &["namespaces"],
             json!({"validations": [{"expression": "object.metadata.name.endsWith('k8s')"}]}),
         ))
-        .object(binding("validate-namespace-suffix-binding", "validate-namespace-suffix", actions))
+        .object(binding(binding_name, "validate-namespace-suffix", actions))
 }
 
 fn namespace_named(name: &str) -> Value {
@@ -87,7 +89,7 @@ async fn a_denying_policy_answers_as_the_api_server_and_the_validating_webhooks_
         "later",
         [webhook("later.policies.example.com", &later).rule(&["CREATE"], &["namespaces"])],
     )]);
-    let fleet = with_namespace_suffix(fleet, &["Deny"]);
+    let fleet = with_namespace_suffix(fleet, &["Deny"], "validate-namespace-suffix-binding");
     let gateway = TestGateway::start(fleet).await;
 
     for endpoint in ["/validate", "/admit"] {
@@ -144,12 +146,14 @@ async fn admit_evaluates_the_mutated_object_and_validate_the_object_received() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warn_and_audit_actions_allow_with_the_api_servers_warning_and_audit_annotation() {
-    let gateway = TestGateway::start(namespace_suffix(&["Warn", "Audit"])).await;
+    let binding = "validate-actions-audit-binding";
+    let gateway =
+        TestGateway::start(with_namespace_suffix(Fleet::default(), &["Warn", "Audit"], binding)).await;
     let answer = gateway.validate(&namespace_named("test-foobar")).await;
     assert!(answer.allowed(), "{}", answer.body);
     assert_eq!(
         answer.warnings(),
-        ["Validation failed for ValidatingAdmissionPolicy 'validate-namespace-suffix' with binding 'validate-namespace-suffix-binding': failed expression: object.metadata.name.endsWith('k8s')"]
+        ["Validation failed for ValidatingAdmissionPolicy 'validate-namespace-suffix' with binding 'validate-actions-audit-binding': failed expression: object.metadata.name.endsWith('k8s')"]
     );
     // The gateway returns `A/B` keys as `A_B` (the API server prefixes them with its name).
     let audit = answer
@@ -157,8 +161,24 @@ async fn warn_and_audit_actions_allow_with_the_api_servers_warning_and_audit_ann
         .unwrap_or_else(|| panic!("no validation_failure annotation: {:?}", answer.annotation_keys()));
     assert_eq!(
         audit,
-        r#"[{"message":"failed expression: object.metadata.name.endsWith('k8s')","policy":"validate-namespace-suffix","binding":"validate-namespace-suffix-binding","expressionIndex":0,"validationActions":["Warn","Audit"]}]"#
+        r#"[{"message":"failed expression: object.metadata.name.endsWith('k8s')","policy":"validate-namespace-suffix","binding":"validate-actions-audit-binding","expressionIndex":0,"validationActions":["Warn","Audit"]}]"#
     );
+    // The API server's check family: one observation per action taken.
+    let (_, text) = gateway.admin_get("/metrics").await;
+    let mut checks: Vec<(String, u64)> = prometheus::matching(
+        &text,
+        "apiserver_validating_admission_policy_check_total",
+        &[("policy", "validate-namespace-suffix"), ("policy_binding", binding)],
+    )
+    .into_iter()
+    .map(|(labels, value)| {
+        let label =
+            |name: &str| labels.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v.clone()).unwrap();
+        (format!("{}/{}", label("error_type"), label("enforcement_action")), value as u64)
+    })
+    .collect();
+    checks.sort();
+    assert_eq!(checks, [("invalid_error/audit".to_owned(), 1), ("invalid_error/warn".to_owned(), 1)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

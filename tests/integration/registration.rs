@@ -266,3 +266,62 @@ fn warnings_and_notes_go_to_stderr_and_the_yaml_still_to_stdout() {
     let kinds: Vec<Value> = yaml_documents(&text(&output.stdout)).iter().map(|d| d["kind"].clone()).collect();
     assert_eq!(kinds, [json!("ValidatingWebhookConfiguration")]);
 }
+
+#[test]
+fn bound_policies_widen_the_validating_registration_with_their_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = |name: &str, failure_policy: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": failure_policy,
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                    "resources": ["deployments"], "resourceNames": ["web"],
+                }]},
+                "validations": [{"expression": "true"}],
+            },
+        })
+    };
+    let bound = Fleet::of([validating(
+        "exec",
+        [webhook_at("exec.example.com", NOWHERE).rule(&["CONNECT"], &["pods/exec"]).ignore()],
+    )])
+    .object(policy("replicas", "Fail"))
+    .object(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "replicas"},
+        "spec": {"policyName": "replicas", "validationActions": ["Deny"]},
+    }));
+    let config = write(dir.path(), "fleet.yaml", &bound.yaml());
+    let output = run(&["registration", "--config", &config, "--service", "gw/front"]);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let documents = yaml_documents(&stdout);
+    let registered = documents.iter().find(|d| d["kind"] == "ValidatingWebhookConfiguration").expect(&stdout);
+    let rules = &registered["webhooks"][0]["rules"];
+    assert_eq!(rules.as_array().map(Vec::len), Some(2), "{stdout}");
+    assert!(rules.as_array().unwrap().iter().any(|r| r["resources"] == json!(["deployments"])), "{stdout}");
+    assert_eq!(
+        registered["webhooks"][0]["failurePolicy"],
+        json!("Fail"),
+        "the policy fails closed: {stdout}"
+    );
+
+    // A policy without a binding is never evaluated: nothing to make room for.
+    let unbound = Fleet::of([validating(
+        "exec",
+        [webhook_at("exec.example.com", NOWHERE).rule(&["CONNECT"], &["pods/exec"]).ignore()],
+    )])
+    .object(policy("replicas", "Fail"));
+    let config = write(dir.path(), "unbound.yaml", &unbound.yaml());
+    let output = run(&["registration", "--config", &config, "--service", "gw/front"]);
+    let stdout = text(&output.stdout);
+    let documents = yaml_documents(&stdout);
+    let registered = documents.iter().find(|d| d["kind"] == "ValidatingWebhookConfiguration").expect(&stdout);
+    assert_eq!(registered["webhooks"][0]["rules"].as_array().map(Vec::len), Some(1), "{stdout}");
+    assert_eq!(registered["webhooks"][0]["failurePolicy"], json!("Ignore"), "{stdout}");
+}

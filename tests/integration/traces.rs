@@ -44,6 +44,9 @@ const ALLOWED_KEYS: &[&str] = &[
     "admission.webhook.outcome",
     "server.address",
     "server.port",
+    "admission.policy.name",
+    "admission.policy.mode",
+    "admission.policy.decision",
 ];
 
 async fn traced(fleet: Fleet, receiver: &OtlpReceiver) -> TestGateway {
@@ -352,4 +355,57 @@ async fn a_review_refused_for_overload_has_a_span_saying_so() {
         .find(|s| attr(s, "http.response.status_code").as_deref() == Some("429"))
         .unwrap_or_else(|| panic!("no 429 span: {servers:#?}"));
     assert_eq!(attr(overloaded, "error.type").as_deref(), Some("too_many_reviews"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_policy_evaluated_is_a_child_span_of_the_review() {
+    let receiver = OtlpReceiver::start().await;
+    let policy = |name: &str, expression: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
+                }]},
+                "validations": [{"expression": expression}],
+            },
+        })
+    };
+    let binding = |name: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        })
+    };
+    let mut shadowed = policy("never", "false");
+    shadowed["metadata"]["annotations"] = json!({MODE: "shadow"});
+    let fleet = Fleet::default()
+        .object(policy("always", "true"))
+        .object(binding("always"))
+        .object(shadowed)
+        .object(binding("never"));
+    let gateway = traced(fleet, &receiver).await;
+    let (status, answer) = post(&gateway, "/validate", fixtures::review(POD_CREATE).to_string(), &[]).await;
+    assert_eq!((status, &answer["response"]["allowed"]), (200, &json!(true)), "{answer}");
+
+    let spans = receiver.wait_for(3, Duration::from_secs(10)).await;
+    let server = server_spans(&spans)[0];
+    for (name, mode, decision) in [("always", "enforce", "allowed"), ("never", "shadow", "denied")] {
+        let found: Vec<_> =
+            spans.iter().filter(|s| attr(s, "admission.policy.name").as_deref() == Some(name)).collect();
+        assert_eq!(found.len(), 1, "one span for {name}: {spans:#?}");
+        let span = found[0];
+        assert_eq!(span.name, "admission.policy.evaluate");
+        assert_eq!(span.kind, SpanKind::Internal as i32);
+        assert_eq!(span.parent_span_id, server.span_id, "{name}: a child of the review span");
+        assert_eq!(attr(span, "admission.policy.mode").as_deref(), Some(mode), "{name}");
+        assert_eq!(attr(span, "admission.policy.decision").as_deref(), Some(decision), "{name}");
+        assert!(span.start_time_unix_nano <= span.end_time_unix_nano, "{span:#?}");
+        assert!(span.start_time_unix_nano >= server.start_time_unix_nano, "{span:#?}");
+    }
+    gateway.shutdown().await;
 }

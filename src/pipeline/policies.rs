@@ -278,7 +278,7 @@ mod tests {
         });
         let request = crate::review::decode::review(body.to_string().as_bytes()).unwrap();
         let status =
-            namespace_failure(&request, &NamespaceLabels::Missing { live: false }).expect("a failure");
+            namespace_failure(&request, &NamespaceLabels::Missing { live: true }).expect("a failure");
         assert_eq!(status.code, Some(404));
         assert_eq!(status.message.as_deref(), Some(r#"namespaces "team-a" not found"#));
         assert!(namespace_failure(&request, &NamespaceLabels::NotNeeded).is_none());

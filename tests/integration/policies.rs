@@ -337,3 +337,45 @@ async fn the_binary_checks_policies_naming_every_problem_and_serves_them() {
     assert_eq!(answer["response"]["status"]["code"], json!(422), "{answer}");
     assert_eq!(answer["response"]["status"]["reason"], json!("Invalid"), "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warn_and_canary_modes_run_a_policy_as_they_run_a_webhook() {
+    let in_mode = |mode: &str, percent: Option<&str>| {
+        let mut annotations = vec![("admission-gateway/mode", mode)];
+        if let Some(percent) = percent {
+            annotations.push(("admission-gateway/canary-percent", percent));
+        }
+        let policy = annotated(
+            policy(
+                "no-bad-names",
+                &["UPDATE"],
+                &["pods"],
+                json!({"validations": [{"expression": "!object.metadata.name.contains('bad')", "message": "no bad names"}]}),
+            ),
+            &annotations,
+        );
+        Fleet::default().object(policy).object(binding("no-bad-names-binding", "no-bad-names", &["Deny"]))
+    };
+    // Warn: the denial is returned as a warning, the request allowed.
+    let gateway = TestGateway::start(in_mode("warn", None)).await;
+    let answer = gateway.validate(&pod_named("bad-1")).await;
+    assert!(answer.allowed(), "{}", answer.body);
+    assert_eq!(
+        answer.warnings(),
+        ["admission-gateway warn mode: pods \"bad-1\" is forbidden: ValidatingAdmissionPolicy 'no-bad-names' with binding 'no-bad-names-binding' denied request: no bad names"]
+    );
+    // Canary at 100 %: enforced for every object; at 0 %: for none (shadowed).
+    gateway.reconfigure(&in_mode("canary", Some("100")));
+    let enforced = crate::support::eventually(std::time::Duration::from_secs(10), || async {
+        !gateway.validate(&pod_named("bad-2")).await.allowed()
+    })
+    .await;
+    assert!(enforced, "the canary at 100 % denies once reloaded");
+    gateway.reconfigure(&in_mode("canary", Some("0")));
+    let shadowed = crate::support::eventually(std::time::Duration::from_secs(10), || async {
+        let answer = gateway.validate(&pod_named("bad-3")).await;
+        answer.allowed() && answer.warnings().is_empty()
+    })
+    .await;
+    assert!(shadowed, "the canary at 0 % is only shadowed once reloaded");
+}

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::match_conditions;
+use crate::cel as match_conditions;
 
 /// `metadata` of any object: only what admission needs; other fields are accepted and ignored.
 #[derive(Clone, Debug, Default, Deserialize)]

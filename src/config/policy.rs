@@ -21,7 +21,7 @@ use super::mode::Mode;
 use super::rules::Rule;
 use super::selector::Selector;
 use super::{Finding, Problem};
-use crate::match_conditions::{self as cel, Authz, Declared, Env, Program, Returns};
+use crate::cel::{self, Authz, Declared, Env, Program, Returns};
 
 pub(crate) mod manifest;
 #[allow(dead_code, clippy::duplicate_mod)] // shared with config::validate, helpers only webhooks use
@@ -105,7 +105,7 @@ pub(crate) struct Policy {
 
 impl Policy {
     /// Some expression calls the `authorizer`: evaluation may block on SubjectAccessReviews, so
-    /// the stage runs it off the serving thread, inside `match_conditions::authorizer::with_scope`.
+    /// the stage runs it off the serving thread, inside `cel::authorizer::with_scope`.
     pub(crate) fn uses_authorizer(&self) -> bool {
         let uses = |e: &Expression| e.program.as_ref().is_ok_and(|p| p.uses.authorizer);
         self.match_conditions.iter().any(uses)

@@ -5,7 +5,7 @@
 //!
 //! Synchronous and pure but for the clock and what [`Lookups`] answers: the stage fetches what
 //! may need the network (the request's namespace) before calling it. `authorizer` checks are
-//! asked of the scope the caller installs with `match_conditions::authorizer::with_scope`
+//! asked of the scope the caller installs with `cel::authorizer::with_scope`
 //! around the call (none: every check is an evaluation error).
 //!
 //! docs/policies.md describes the whole; the rule numbers below refer to its sections.
@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::cel::{
+    json_value, request_value, with_session, Activation, Evaluated, Failure, PhaseLimits, Session,
+};
 use crate::config::policy::{
     Action, Binding, CompiledValidation, FailurePolicy, Param, Policies, Policy, STATIC_SUFFIX,
 };
 use crate::config::rules::RuleRequest;
-use crate::match_conditions::{
-    json_value, request_value, with_session, Activation, Evaluated, Failure, PhaseLimits, Session,
-};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 

@@ -705,12 +705,9 @@ fn the_denied_name_falls_back_to_the_object() {
 /// Allows what it is asked about the `/healthz` path only.
 struct HealthzOnly;
 
-impl crate::match_conditions::authorizer::Authorizer for HealthzOnly {
-    fn authorize(
-        &self,
-        check: &crate::match_conditions::authorizer::Check,
-    ) -> crate::match_conditions::authorizer::Decision {
-        use crate::match_conditions::authorizer::{Decision, Target};
+impl crate::cel::authorizer::Authorizer for HealthzOnly {
+    fn authorize(&self, check: &crate::cel::authorizer::Check) -> crate::cel::authorizer::Decision {
+        use crate::cel::authorizer::{Decision, Target};
         Decision {
             allowed: matches!(&check.target, Target::Path(p) if p == "/healthz"),
             ..Default::default()
@@ -720,7 +717,7 @@ impl crate::match_conditions::authorizer::Authorizer for HealthzOnly {
 
 #[test]
 fn the_authorizer_is_asked_within_the_callers_scope() {
-    use crate::match_conditions::authorizer::{with_scope, ResourceTarget, Scope};
+    use crate::cel::authorizer::{with_scope, ResourceTarget, Scope};
     let spec = json!({"matchConstraints": pods_rule(), "validations": [
         {"expression": "authorizer.path('/healthz').check('get').allowed()"},
         {"expression": "authorizer.path('/metrics').check('get').allowed()"}]});

@@ -375,20 +375,29 @@ fn evaluate_policy(
 ) {
     let review = attributes.review;
     let r = &review.request;
-    let resource = review.resource();
-    let kind = review.kind();
-    let own =
+    // Matching sees the request as it was made (`requestKind`/`requestResource`, which the API
+    // server sets when it converted the object for the gateway); the object is of `kind`.
+    let resource = r.request_resource.as_ref().unwrap_or(review.resource());
+    let kind = r.request_kind.as_ref().unwrap_or(review.kind());
+    let original =
         Kind { group: &kind.group, version: &kind.version, kind: &kind.kind, resource: &resource.resource };
+    let (object_kind, object_resource) = (review.kind(), review.resource());
+    let own = Kind {
+        group: &object_kind.group,
+        version: &object_kind.version,
+        kind: &object_kind.kind,
+        resource: &object_resource.resource,
+    };
     let request = Request {
         rule: RuleRequest {
             operation: review.operation(),
             group: &resource.group,
             version: &resource.version,
             resource: &resource.resource,
-            subresource: &r.sub_resource,
+            subresource: r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource),
             namespace: &r.namespace,
         },
-        kind: own,
+        kind: original,
         name: &r.name,
         object: attributes.object,
         old_object: attributes.old_object,
@@ -445,7 +454,7 @@ fn evaluate_policy(
             continue;
         }
         // §3.4: only the object's own version can be evaluated.
-        if matched != own {
+        if (matched.group, matched.version, matched.kind) != (own.group, own.version, own.kind) {
             let error = format!(
                 "failed to convert object version: admission-gateway does not convert {}/{}, Kind={} to {}/{}, Kind={}",
                 own.group, own.version, own.kind, matched.group, matched.version, matched.kind
@@ -1022,7 +1031,8 @@ fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>) -> Status 
         "RequestEntityTooLarge" => 413,
         _ => 422,
     };
-    let resource = review.resource();
+    // `attr.GetResource()`: the resource as requested.
+    let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
     let qualified = if resource.group.is_empty() {
         resource.resource.clone()
     } else {

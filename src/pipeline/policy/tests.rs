@@ -773,3 +773,30 @@ fn a_spent_budget_replaces_the_evaluations_decisions_by_one_error() {
         ]
     );
 }
+
+#[test]
+fn policies_match_the_request_as_made_and_evaluate_the_object_as_sent() {
+    // The API server asked for apps/v1beta2 and sent the object as apps/v1.
+    let request = json!({"uid": "1", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+        "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+        "requestKind": {"group": "apps", "version": "v1beta2", "kind": "Deployment"},
+        "requestResource": {"group": "apps", "version": "v1beta2", "resource": "deployments"},
+        "name": "web", "namespace": "default", "operation": "CREATE",
+        "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}});
+    let denials = |version: &str, match_policy: &str| {
+        let rule = json!({"matchPolicy": match_policy, "resourceRules": [{"operations": ["CREATE"],
+            "apiGroups": ["apps"], "apiVersions": [version], "resources": ["deployments"]}]});
+        run(
+            vec![policy("p", json!({"matchConstraints": rule, "validations": [{"expression": "request.kind.version == 'v1' && request.requestKind.version == 'v1beta2'"}]}))],
+            vec![deny("p", &["Deny"])],
+            request.clone(),
+        )
+        .denials()
+    };
+    assert!(denials("v1", "Exact").is_empty(), "the request was not made in v1");
+    assert!(denials("v1", "Equivalent").is_empty(), "matched in v1, the object's version: evaluated, true");
+    let converted = denials("v1beta2", "Exact");
+    assert_eq!(converted.len(), 1);
+    assert!(converted[0].starts_with("deployments.apps \"web\" is forbidden: "), "{converted:?}");
+    assert!(converted[0].ends_with("failed to configure binding: failed to convert object version: admission-gateway does not convert apps/v1, Kind=Deployment to apps/v1beta2, Kind=Deployment"), "{converted:?}");
+}

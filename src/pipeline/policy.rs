@@ -741,11 +741,12 @@ fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
     let mut phase_error = None;
     for (index, validation) in policy.validations.iter().enumerate() {
         let started = Instant::now();
-        let decision = |kind, message: String| {
+        // Only a false validation carries its `reason`; errors are `Invalid` (§8.4).
+        let decision = |kind: DecisionKind, message: String| {
             Some(Decision {
+                reason: validation.reason.clone().filter(|_| kind == DecisionKind::Deny),
                 kind,
                 message,
-                reason: validation.reason.clone(),
                 index,
                 seconds: started.elapsed().as_secs_f64(),
             })

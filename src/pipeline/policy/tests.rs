@@ -233,6 +233,17 @@ fn reasons_give_the_status_code() {
         let status = run.verdict().denial.unwrap();
         assert_eq!((status.reason.as_deref(), status.code), (Some(reason.unwrap_or("Invalid")), Some(code)));
     }
+    // An error of a validation with a reason is still `Invalid`.
+    let run = run(
+        vec![policy(
+            "p",
+            json!({"matchConstraints": pods_rule(), "validations": [{"expression": "object.missing == 1", "reason": "Forbidden"}]}),
+        )],
+        vec![deny("p", &["Deny"])],
+        create(pod("web", json!({}))),
+    );
+    let status = run.verdict().denial.unwrap();
+    assert_eq!((status.reason.as_deref(), status.code), (Some("Invalid"), Some(422)));
 }
 
 #[test]

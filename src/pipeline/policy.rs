@@ -761,14 +761,9 @@ fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
         };
         decisions.push(match session.eval(program) {
             Ok(Evaluated::Bool(true)) => None,
-            Ok(Evaluated::Bool(false)) => decision(DecisionKind::Deny, String::new()),
-            Ok(other) => decision(
-                DecisionKind::Error,
-                resulted(
-                    &expression.expression,
-                    &format!("must evaluate to bool but got {}", type_of(&other)),
-                ),
-            ),
+            // Anything but `true` denies (validator.go: `EvalResult != celtypes.True`); a
+            // result that is not a bool only gets here past the load-time checks (`dyn`).
+            Ok(_) => decision(DecisionKind::Deny, String::new()),
             Err(Failure::Expression(error)) => {
                 decision(DecisionKind::Error, resulted(&expression.expression, &error))
             }

@@ -811,3 +811,23 @@ fn policies_match_the_request_as_made_and_evaluate_the_object_as_sent() {
     assert!(converted[0].starts_with("deployments.apps \"web\" is forbidden: "), "{converted:?}");
     assert!(converted[0].ends_with("failed to configure binding: failed to convert object version: admission-gateway does not convert apps/v1, Kind=Deployment to apps/v1beta2, Kind=Deployment"), "{converted:?}");
 }
+
+#[test]
+fn a_validation_that_is_not_true_denies_even_when_it_is_not_a_bool() {
+    // The result's type is not evident at load (no type checker): a string at runtime.
+    let mut object = pod("web", json!({}));
+    object["spec"] = json!({"flag": "yes"});
+    let expression = "object.spec.flag == 'yes' ? object.spec.flag : true";
+    let run = run(
+        vec![policy(
+            "p",
+            json!({"matchConstraints": pods_rule(), "validations": [{"expression": expression}]}),
+        )],
+        vec![deny("p", &["Warn"])],
+        create(object),
+    );
+    assert_eq!(
+        run.warnings(),
+        [format!("Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': failed expression: {expression}")]
+    );
+}

@@ -40,7 +40,7 @@ pub(crate) fn evaluate(
     lookups: &dyn Lookups,
 ) -> Vec<PolicyResult> {
     let review = attributes.review;
-    let mut state = State::new(attributes);
+    let mut state = State::new();
     let mut results = Vec::new();
     for policy in policies.iter().filter(|p| !p.bindings.is_empty()) {
         let mut result = PolicyResult::new(policy);
@@ -249,40 +249,25 @@ fn exempt(review: &IncomingReview, policy: &Policy) -> Option<&'static str> {
 /// What is made once per request and shared by every evaluation.
 struct State {
     activation: Activation,
-    /// `request` as JSON, `kind`/`resource` the object's (the only version matched without
-    /// conversion).
-    request: Value,
-    request_converted: bool,
-    objects_converted: bool,
-    namespace_converted: bool,
+    /// The activation holds the request's values (made when a first binding matches).
+    prepared: bool,
 }
 
 impl State {
-    fn new(attributes: &Attributes<'_>) -> Self {
-        Self {
-            activation: Activation::default(),
-            request: request(attributes.review),
-            request_converted: false,
-            objects_converted: false,
-            namespace_converted: false,
-        }
+    fn new() -> Self {
+        Self { activation: Activation::default(), prepared: false }
     }
 
-    /// Converts what has not been converted yet (each once per request).
+    /// Converts the request's values, once per request.
     fn prepare(&mut self, attributes: &Attributes<'_>) {
-        if !self.objects_converted {
-            self.activation.object = attributes.object.map(|o| json_value(Some(o)));
-            self.activation.old_object = attributes.old_object.map(|o| json_value(Some(o)));
-            self.objects_converted = true;
+        if self.prepared {
+            return;
         }
-        if !self.request_converted {
-            self.activation.request = Some(request_value(&self.request));
-            self.request_converted = true;
-        }
-        if !self.namespace_converted {
-            self.activation.namespace_object = namespace_object(attributes).map(|n| json_value(Some(n)));
-            self.namespace_converted = true;
-        }
+        self.activation.object = attributes.object.map(|o| json_value(Some(o)));
+        self.activation.old_object = attributes.old_object.map(|o| json_value(Some(o)));
+        self.activation.request = Some(request_value(&request(attributes.review)));
+        self.activation.namespace_object = namespace_object(attributes).map(|n| json_value(Some(n)));
+        self.prepared = true;
     }
 }
 

@@ -4,9 +4,10 @@
 //! configuration errors, and the Status a denial fails the request with.
 
 use super::*;
+
 /// One decision of an evaluation (§8, §9).
 #[derive(Debug)]
-pub(super) struct Decision {
+struct Decision {
     kind: DecisionKind,
     message: String,
     /// `reason` of the validation (`None`: Invalid).
@@ -17,7 +18,7 @@ pub(super) struct Decision {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum DecisionKind {
+enum DecisionKind {
     /// A false validation: through the binding's actions.
     Deny,
     /// An expression error: through the actions under Fail, allowed under Ignore.
@@ -32,7 +33,7 @@ pub(super) struct Evaluation {
     annotations: Vec<(String, String)>,
 }
 
-pub(super) fn whole(message: String) -> Decision {
+fn whole(message: String) -> Decision {
     Decision { kind: DecisionKind::Error, message, reason: None, index: 0, seconds: 0.0 }
 }
 
@@ -90,14 +91,14 @@ pub(super) fn evaluate_binding(
     Some(evaluation)
 }
 
-pub(super) enum Conditions {
+enum Conditions {
     Match,
     False(String),
     Error(String),
 }
 
 /// §7.2: every condition in order; a false one wins over errors.
-pub(super) fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
+fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
     session.begin_phase(limits(MATCH_CONDITIONS_BUDGET));
     let mut errors: Vec<String> = Vec::new();
     let mut first_false = None;
@@ -141,11 +142,11 @@ pub(super) fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditio
     })
 }
 
-pub(super) fn resulted(expression: &str, error: &str) -> String {
+fn resulted(expression: &str, error: &str) -> String {
     format!("expression '{expression}' resulted in error: {error}")
 }
 
-pub(super) fn type_of(value: &Evaluated) -> &'static str {
+fn type_of(value: &Evaluated) -> &'static str {
     match value {
         Evaluated::Bool(_) => "bool",
         Evaluated::String(_) => "string",
@@ -156,7 +157,7 @@ pub(super) fn type_of(value: &Evaluated) -> &'static str {
 
 /// §8: the validations, then every messageExpression, on one budget; then the audit
 /// annotations on a fresh one.
-pub(super) fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
+fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
     session.begin_phase(limits(EVALUATION_BUDGET));
     let mut decisions: Vec<Option<Decision>> = Vec::new();
     let mut phase_error = None;
@@ -290,12 +291,12 @@ pub(super) fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluat
     Evaluation { decisions, annotations }
 }
 
-pub(super) fn enforced(message: String) -> Decision {
+fn enforced(message: String) -> Decision {
     Decision { kind: DecisionKind::Enforced, message, reason: None, index: 0, seconds: 0.0 }
 }
 
 /// §8.2: the message of a false validation.
-pub(super) fn message_of(validation: &CompiledValidation, evaluated: Option<String>) -> String {
+fn message_of(validation: &CompiledValidation, evaluated: Option<String>) -> String {
     if let Some(text) = evaluated {
         let text = text.trim();
         if !text.is_empty() && text.len() <= MAX_MESSAGE_BYTES && !text.contains('\n') {
@@ -310,7 +311,7 @@ pub(super) fn message_of(validation: &CompiledValidation, evaluated: Option<Stri
 
 /// The first `max` bytes of `text`, at a character boundary (a Rust string cannot hold the
 /// split character the API server's byte cut may leave).
-pub(super) fn cut(text: &str, max: usize) -> &str {
+fn cut(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
@@ -322,7 +323,7 @@ pub(super) fn cut(text: &str, max: usize) -> &str {
 }
 
 /// §13.2: the metric's error type, from the decision's message.
-pub(super) fn error_type(message: &str) -> &'static str {
+fn error_type(message: &str) -> &'static str {
     if message.starts_with("compilation") {
         "compile_error"
     } else if message.starts_with("validation failed due to running out of cost budget") {
@@ -401,7 +402,7 @@ pub(super) fn apply(
 }
 
 /// §10.4: fields in this order.
-pub(super) fn audit_entry(policy: &Policy, binding: &Binding, decision: &Decision) -> Value {
+fn audit_entry(policy: &Policy, binding: &Binding, decision: &Decision) -> Value {
     let actions: Vec<&str> = binding.validation_actions.iter().map(|a| a.as_str()).collect();
     json!({
         "message": decision.message,
@@ -440,7 +441,7 @@ pub(super) fn config_error(
 }
 
 /// §8.4, §8.5: the Status a denial fails the request with.
-pub(super) fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>) -> Status {
+fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>) -> Status {
     let reason = reason.unwrap_or("Invalid");
     let code = match reason {
         "Forbidden" => 403,
@@ -476,7 +477,7 @@ pub(super) fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>)
 }
 
 /// §8.5: the request's name, else the object's name or generateName, else `Unknown`.
-pub(super) fn name_of(review: &IncomingReview) -> String {
+fn name_of(review: &IncomingReview) -> String {
     let r = &review.request;
     if !r.name.is_empty() {
         return r.name.clone();

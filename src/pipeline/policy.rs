@@ -99,6 +99,19 @@ pub(crate) struct PolicyResult {
     pub(crate) checks: Vec<Check>,
     /// What matched and why, for `review`'s explanation and the spans.
     pub(crate) steps: Vec<String>,
+    /// Observations of the match-condition metrics (`name` = the policy, `kind="policy"`).
+    pub(crate) conditions: Vec<ConditionCheck>,
+}
+
+/// One observation of `apiserver_admission_match_condition_evaluation_seconds`, and `errors`
+/// of `apiserver_admission_match_condition_evaluation_errors_total`: made when an evaluation's
+/// matchConditions had a false one or failed, not when they all held (§7.4).
+#[derive(Clone, Debug)]
+pub(crate) struct ConditionCheck {
+    pub(crate) binding: String,
+    /// How many conditions failed (at least 1 when the whole phase failed; 0 when one was false).
+    pub(crate) errors: usize,
+    pub(crate) seconds: f64,
 }
 
 impl PolicyResult {
@@ -111,6 +124,7 @@ impl PolicyResult {
             audit_annotations: Vec::new(),
             checks: Vec::new(),
             steps: Vec::new(),
+            conditions: Vec::new(),
         }
     }
 }

@@ -48,17 +48,24 @@ pub(super) fn evaluate_binding(
     // §7: namespaceObject is null in matchConditions.
     if !policy.match_conditions.is_empty() {
         let namespace = activation.namespace_object.take();
+        let started = Instant::now();
         let outcome = with_session(activation, &[], |session| conditions(policy, session));
         activation.namespace_object = namespace;
+        let observe = |result: &mut PolicyResult, errors: usize| {
+            let seconds = started.elapsed().as_secs_f64();
+            result.conditions.push(ConditionCheck { binding: binding.name.clone(), errors, seconds });
+        };
         match outcome {
             Conditions::Match => {}
             Conditions::False(name) => {
+                observe(result, 0);
                 result
                     .steps
                     .push(format!("binding {:?}: matchCondition {name:?} is false: skipped", binding.name));
                 return None;
             }
-            Conditions::Error(message) => {
+            Conditions::Error(message, errors) => {
+                observe(result, errors.max(1));
                 result.steps.push(format!("binding {:?}: matchConditions failed: {message}", binding.name));
                 if policy.failure_policy == FailurePolicy::Ignore {
                     result.checks.push(Check {
@@ -94,7 +101,8 @@ pub(super) fn evaluate_binding(
 enum Conditions {
     Match,
     False(String),
-    Error(String),
+    /// The aggregated message, and how many conditions failed (0: the phase failed).
+    Error(String, usize),
 }
 
 /// §7.2: every condition in order; a false one wins over errors.
@@ -120,7 +128,7 @@ fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
                 &format!("must evaluate to bool but got {}", type_of(&other)),
             )),
             Err(Failure::Expression(error)) => errors.push(resulted(&condition.expression, &error)),
-            Err(Failure::Phase(error)) => return Conditions::Error(error),
+            Err(Failure::Phase(error)) => return Conditions::Error(error, 0),
         }
     }
     if let Some(name) = first_false {
@@ -129,17 +137,15 @@ fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
     if errors.is_empty() {
         return Conditions::Match;
     }
+    let failed = errors.len();
     let mut distinct: Vec<String> = Vec::new();
     for error in errors {
         if !distinct.contains(&error) {
             distinct.push(error);
         }
     }
-    Conditions::Error(if distinct.len() == 1 {
-        distinct.remove(0)
-    } else {
-        format!("[{}]", distinct.join(", "))
-    })
+    let message = if distinct.len() == 1 { distinct.remove(0) } else { format!("[{}]", distinct.join(", ")) };
+    Conditions::Error(message, failed)
 }
 
 fn resulted(expression: &str, error: &str) -> String {

@@ -480,6 +480,8 @@ fn match_conditions_skip_on_false_and_fail_on_errors() {
         vec![deny("p", &["Warn"])],
         create(pod("web", json!({}))),
     );
+    let observed: Vec<usize> = failed.results[0].conditions.iter().map(|c| c.errors).collect();
+    assert_eq!(observed, [1], "one observation, one failed condition");
     assert_eq!(
         failed.warnings(),
         ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': expression 'object.x == 1' resulted in error: no such key: x"]
@@ -829,5 +831,48 @@ fn a_validation_that_is_not_true_denies_even_when_it_is_not_a_bool() {
     assert_eq!(
         run.warnings(),
         [format!("Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': failed expression: {expression}")]
+    );
+}
+
+/// Serves ConfigMaps from "the cluster", recording what was asked.
+struct Cluster(std::sync::Mutex<Vec<(String, String, Option<String>)>>);
+
+impl Lookups for Cluster {
+    fn params(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Vec<Arc<Value>>> {
+        self.0.lock().unwrap().push((api_version.to_owned(), kind.to_owned(), namespace.map(str::to_owned)));
+        (kind == "ConfigMap").then(|| {
+            vec![Arc::new(json!({"metadata": {"name": "live", "namespace": "team"}, "data": {"max": "1"}}))]
+        })
+    }
+}
+
+#[test]
+fn lookups_answer_parameters_in_place_of_the_configuration_and_get_their_kind() {
+    let spec = json!({"matchConstraints": pods_rule(), "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "false", "messageExpression": "params.kind + ' ' + params.metadata.name"}]});
+    let (policies, _) = compile(
+        vec![policy("p", spec)],
+        vec![binding(
+            "b",
+            json!({"policyName": "p", "validationActions": ["Warn"],
+            "paramRef": {"name": "live", "namespace": "team", "parameterNotFoundAction": "Deny"}}),
+        )],
+        vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "configured", "namespace": "team"}}),
+        ],
+    );
+    let request = create(pod("web", json!({})));
+    let review = review(&request);
+    let attributes =
+        Attributes { review: &review, object: request.get("object"), old_object: None, namespace: None };
+    let cluster = Cluster(std::sync::Mutex::new(Vec::new()));
+    let results = evaluate(&policies, &attributes, &cluster);
+    assert_eq!(
+        results[0].warnings,
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': ConfigMap live"]
+    );
+    assert_eq!(
+        *cluster.0.lock().unwrap(),
+        [("v1".to_owned(), "ConfigMap".to_owned(), Some("team".to_owned()))]
     );
 }

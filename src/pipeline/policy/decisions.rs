@@ -204,7 +204,9 @@ fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
     if let Some(error) = phase_error {
         return Evaluation { decisions: vec![whole(error)], annotations: Vec::new() };
     }
-    // Every messageExpression, of passing validations too (§8.2).
+    // Every messageExpression, of passing validations too (§8.2), with variables evaluated
+    // afresh on what is left of the budget.
+    session.forget_variables();
     let mut messages: Vec<Option<String>> = Vec::new();
     for validation in &policy.validations {
         let message = match validation.message_expression.as_ref().map(|m| &m.program) {

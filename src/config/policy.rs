@@ -562,7 +562,7 @@ fn annotations(
     (mode, replaces)
 }
 
-/// A MatchResources with the defaults of §2.1 (Equivalent, `{}` selectors, scope `*`).
+/// A MatchResources with the API server's defaults (Equivalent, `{}` selectors, scope `*`).
 fn matcher(resources: &MatchResources) -> Matcher {
     let selector =
         |s: &Option<super::manifest::LabelSelector>| s.as_ref().map(Selector::compile).unwrap_or_default();

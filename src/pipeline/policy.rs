@@ -8,7 +8,7 @@
 //! asked of the scope the caller installs with `cel::authorizer::with_scope`
 //! around the call (none: every check is an evaluation error).
 //!
-//! docs/policies.md describes the whole; the rule numbers below refer to its sections.
+//! docs/policies.md describes the whole.
 
 #![allow(dead_code)] // until the stage uses every part (removed when wired)
 
@@ -105,7 +105,7 @@ pub(crate) struct PolicyResult {
 
 /// One observation of `apiserver_admission_match_condition_evaluation_seconds`, and `errors`
 /// of `apiserver_admission_match_condition_evaluation_errors_total`: made when an evaluation's
-/// matchConditions had a false one or failed, not when they all held (§7.4).
+/// matchConditions had a false one or failed, not when they all held.
 #[derive(Clone, Debug)]
 pub(crate) struct ConditionCheck {
     pub(crate) binding: String,
@@ -154,7 +154,7 @@ pub(crate) const VALIDATION_FAILURE_KEY: &str = "validation.policy.admission.k8s
 /// At most this many audit entries are published.
 const MAX_AUDIT_FAILURES: usize = 50;
 
-/// Aggregates the results of the policies that are enforced (§12.2): the first denial, the
+/// Aggregates the results of the policies that are enforced: the first denial, the
 /// warnings (exact duplicates dropped), the audit annotations (the first writer of a key
 /// wins) and the `validation_failure` annotation.
 pub(crate) fn aggregate<'a>(results: impl IntoIterator<Item = &'a PolicyResult>) -> Verdict {
@@ -230,7 +230,7 @@ fn go_json<T: serde::Serialize>(value: &T) -> String {
 // ---------------------------------------------------------------------------------------------
 // Exemptions and request state
 
-/// §1.5: the authentication and authorization reviews for every policy; the admission policy
+/// Exemptions: the authentication and authorization reviews for every policy; the admission policy
 /// resources for policies that are not static.
 fn exempt(review: &IncomingReview, policy: &Policy) -> Option<&'static str> {
     let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
@@ -287,7 +287,7 @@ impl State {
     }
 }
 
-/// §6.4: null for a request without namespace and for every request on a Namespace.
+/// `namespaceObject`: null for a request without namespace and for every request on a Namespace.
 fn namespace_object<'a>(attributes: &Attributes<'a>) -> Option<&'a Value> {
     let review = attributes.review;
     let kind = review.kind();
@@ -355,9 +355,9 @@ const PER_EXPRESSION: u64 = 1_000_000;
 const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
 const EVALUATION_BUDGET: u64 = 10_000_000;
 const PHASE_DEADLINE: Duration = Duration::from_millis(100);
-/// §8.2: a messageExpression result longer than this is not used.
+/// A messageExpression result longer than this is not used.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
-/// §11.2: audit annotation values are cut to this many bytes.
+/// Audit annotation values are cut to this many bytes.
 const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
 
 fn limits(per_phase: u64) -> PhaseLimits {
@@ -405,7 +405,7 @@ fn evaluate_policy(
         namespace: attributes.namespace,
     };
     let equivalence = policies.equivalence();
-    // §3.1
+    // The policy's matchConstraints.
     let Some(constraints) = &policy.match_constraints else {
         config_error(policy, None, "policy contained no match constraints, a required field", review, result);
         return;
@@ -424,7 +424,7 @@ fn evaluate_policy(
     };
     let mut annotations = Annotations::default();
     for binding in &policy.bindings {
-        // §3.2, §4.7
+        // The binding's matchResources narrow the policy's.
         if let Some(resources) = &binding.match_resources {
             match matching::matches(resources, &request, equivalence) {
                 Ok(None) => {
@@ -441,7 +441,7 @@ fn evaluate_policy(
                 }
             }
         }
-        // §3.3, §5
+        // Its parameters.
         let params = match params(policy, binding, review, lookups) {
             Ok(params) => params,
             Err(error) => {
@@ -454,7 +454,7 @@ fn evaluate_policy(
             result.steps.push(format!("binding {:?}: no parameters found: nothing evaluated", binding.name));
             continue;
         }
-        // §3.4: only the object's own version can be evaluated.
+        // Only the object's own version can be evaluated (no conversion).
         if (matched.group, matched.version, matched.kind) != (own.group, own.version, own.kind) {
             let error = format!(
                 "failed to convert object version: admission-gateway does not convert {}/{}, Kind={} to {}/{}, Kind={}",
@@ -484,7 +484,7 @@ fn evaluate_policy(
     result.audit_annotations = annotations.publish(&policy.name);
 }
 
-/// The params of one binding (§5): `[None]` for one evaluation without params.
+/// The params of one binding: `[None]` for one evaluation without params.
 fn params(
     policy: &Policy,
     binding: &Binding,
@@ -538,7 +538,7 @@ fn params(
     Ok(found)
 }
 
-/// §5.5: `apiVersion` and `kind` filled in when the object lacks them.
+/// `apiVersion` and `kind` filled in when the object lacks them.
 fn with_kind(value: Arc<Value>, api_version: &str, kind: &str) -> Arc<Value> {
     if value.get("kind").is_some() && value.get("apiVersion").is_some() {
         return value;

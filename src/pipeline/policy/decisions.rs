@@ -5,7 +5,7 @@
 
 use super::*;
 
-/// One decision of an evaluation (§8, §9).
+/// One decision of an evaluation.
 #[derive(Debug)]
 struct Decision {
     kind: DecisionKind,
@@ -45,7 +45,7 @@ pub(super) fn evaluate_binding(
     activation: &mut Activation,
     result: &mut PolicyResult,
 ) -> Option<Evaluation> {
-    // §7: namespaceObject is null in matchConditions.
+    // matchConditions: `namespaceObject` is null there.
     if !policy.match_conditions.is_empty() {
         let namespace = activation.namespace_object.take();
         let started = Instant::now();
@@ -105,7 +105,7 @@ enum Conditions {
     Error(String, usize),
 }
 
-/// §7.2: every condition in order; a false one wins over errors.
+/// matchConditions: every condition in order; a false one wins over errors.
 fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
     session.begin_phase(limits(MATCH_CONDITIONS_BUDGET));
     let mut errors: Vec<String> = Vec::new();
@@ -161,7 +161,7 @@ fn type_of(value: &Evaluated) -> &'static str {
     }
 }
 
-/// §8: the validations, then every messageExpression, on one budget; then the audit
+/// The validations, then every messageExpression, on one budget; then the audit
 /// annotations on a fresh one.
 fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
     session.begin_phase(limits(EVALUATION_BUDGET));
@@ -169,7 +169,7 @@ fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
     let mut phase_error = None;
     for (index, validation) in policy.validations.iter().enumerate() {
         let started = Instant::now();
-        // Only a false validation carries its `reason`; errors are `Invalid` (§8.4).
+        // Only a false validation carries its `reason`; errors are `Invalid`.
         let decision = |kind: DecisionKind, message: String| {
             Some(Decision {
                 reason: validation.reason.clone().filter(|_| kind == DecisionKind::Deny),
@@ -204,7 +204,7 @@ fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
     if let Some(error) = phase_error {
         return Evaluation { decisions: vec![whole(error)], annotations: Vec::new() };
     }
-    // Every messageExpression, of passing validations too (§8.2), with variables evaluated
+    // Every messageExpression, of passing validations too, with variables evaluated
     // afresh on what is left of the budget.
     session.forget_variables();
     let mut messages: Vec<Option<String>> = Vec::new();
@@ -253,7 +253,7 @@ fn validations(policy: &Policy, session: &mut Session<'_>) -> Evaluation {
             })
             .collect(),
     };
-    // §11: audit annotations on a fresh budget.
+    // Audit annotations, on a fresh budget.
     let mut annotations = Vec::new();
     if !policy.audit_annotations.is_empty() {
         session.begin_phase(limits(EVALUATION_BUDGET));
@@ -303,7 +303,7 @@ fn enforced(message: String) -> Decision {
     Decision { kind: DecisionKind::Enforced, message, reason: None, index: 0, seconds: 0.0 }
 }
 
-/// §8.2: the message of a false validation.
+/// The message of a false validation: the messageExpression's, else `message`, else the expression.
 fn message_of(validation: &CompiledValidation, evaluated: Option<String>) -> String {
     if let Some(text) = evaluated {
         let text = text.trim();
@@ -330,7 +330,7 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// §13.2: the metric's error type, from the decision's message.
+/// The metric's `error_type`, from the decision's message.
 fn error_type(message: &str) -> &'static str {
     if message.starts_with("compilation") {
         "compile_error"
@@ -341,7 +341,7 @@ fn error_type(message: &str) -> &'static str {
     }
 }
 
-/// §10: the binding's actions on each deny decision.
+/// The binding's `validationActions` on each deny decision.
 pub(super) fn apply(
     policy: &Policy,
     binding: &Binding,
@@ -409,7 +409,7 @@ pub(super) fn apply(
     }
 }
 
-/// §10.4: fields in this order.
+/// An entry of the `validation_failure` annotation (fields ordered when published).
 fn audit_entry(policy: &Policy, binding: &Binding, decision: &Decision) -> Value {
     let actions: Vec<&str> = binding.validation_actions.iter().map(|a| a.as_str()).collect();
     json!({
@@ -421,7 +421,7 @@ fn audit_entry(policy: &Policy, binding: &Binding, decision: &Decision) -> Value
     })
 }
 
-/// §9.3: a configuration error of the policy (`binding` `None`) or of a binding.
+/// A configuration error of the policy (`binding` `None`) or of a binding.
 pub(super) fn config_error(
     policy: &Policy,
     binding: Option<&Binding>,
@@ -448,7 +448,7 @@ pub(super) fn config_error(
     result.denials.push(denial(review, &inner, None));
 }
 
-/// §8.4, §8.5: the Status a denial fails the request with.
+/// The Status a denial fails the request with: `reason` → code, the resource, the name.
 fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>) -> Status {
     let reason = reason.unwrap_or("Invalid");
     let code = match reason {
@@ -484,7 +484,7 @@ fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>) -> Status 
     }
 }
 
-/// §8.5: the request's name, else the object's name or generateName, else `Unknown`.
+/// The request's name, else the object's name or generateName, else `Unknown`.
 fn name_of(review: &IncomingReview) -> String {
     let r = &review.request;
     if !r.name.is_empty() {
@@ -507,7 +507,7 @@ fn name_of(review: &IncomingReview) -> String {
     "Unknown".to_owned()
 }
 
-/// §11.3: a policy's audit annotation values over its bindings and params.
+/// A policy's audit annotation values over its bindings and params.
 #[derive(Default)]
 pub(super) struct Annotations {
     /// key → distinct values in order of first appearance.

@@ -20,7 +20,7 @@
 //! app ─▶ server ─▶ pipeline ─▶ {cluster, traces} ─▶ config ─▶ upstream ─▶ review ─▶ go
 //!                  pipeline ─▶ patch ─▶ go         (each also imports what is below it)
 //! leaves: endpoint (the endpoint a review arrived at), explain, go, lanes (the serving
-//!         threads), logging, match_conditions (CEL), telemetry (metric names, the recorder)
+//!         threads), logging, cel, telemetry (metric names, the recorder)
 //! ```
 //!
 //! A compiled webhook (`config::compile::Hook`) carries handles to its client and breaker,
@@ -41,8 +41,8 @@
 //! - `patch`: JSON Patch with kube-apiserver's (evanphx v4) semantics.
 //! - `config`: manifests and the gateway's settings → validated, compiled `Snapshot`; hot reload.
 //! - `go`: ports of Go behaviour the API server's answers depend on (URLs, durations, base64, quoting).
-//! - `match_conditions`: CEL for webhook `matchConditions`, compiled by `config`, evaluated by
-//!   `pipeline` (a leaf, like `go`).
+//! - `cel`: CEL for webhook `matchConditions` and admission policies, compiled by `config`,
+//!   evaluated by `pipeline` (a leaf, like `go`).
 //! - `explain`: the readable account of one review; `report`: how commands print it.
 //! - `traces`: OpenTelemetry spans of reviews and webhook calls, exported over OTLP/HTTP.
 //! - `telemetry`: every metric family's name, the Prometheus recorder behind the `metrics`
@@ -62,6 +62,7 @@ pub mod alloc;
 pub mod app;
 #[doc(hidden)]
 pub mod bench;
+pub(crate) mod cel;
 pub mod certs;
 pub mod cli;
 pub mod cluster;
@@ -74,7 +75,6 @@ pub mod fuzzing;
 pub(crate) mod go;
 pub(crate) mod lanes;
 pub mod logging;
-pub(crate) mod match_conditions;
 pub mod patch;
 pub(crate) mod pipeline;
 pub mod recording;

@@ -19,7 +19,7 @@ use kube::api::{Api, PostParams};
 use serde::Deserialize;
 use tokio::runtime::Handle;
 
-use crate::match_conditions::authorizer::{Authorizer, Check, Decision, Subject, Target};
+use crate::cel::authorizer::{Authorizer, Check, Decision, Subject, Target};
 
 /// How long one SubjectAccessReview may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);

@@ -18,8 +18,8 @@ use super::manifest::{WebhookConfiguration, WebhookKind};
 use super::mode::Mode;
 use super::rules::{Rule, RuleIndex};
 use super::{defaults, validate, ConfigError, Problem};
+use crate::cel::{Program, Uses};
 use crate::config::selector::{Labels, Selector};
-use crate::match_conditions::{Program, Uses};
 use crate::review::ReviewVersion;
 use crate::upstream::{Client, Clients};
 

@@ -19,7 +19,7 @@ use super::settings::{self, GatewayConfig};
 use super::{Problem, Severity};
 use strict::strict;
 
-mod strict;
+pub(super) mod strict;
 
 const ADMISSIONREGISTRATION_V1: &str = "admissionregistration.k8s.io/v1";
 const ADMISSIONREGISTRATION_V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";

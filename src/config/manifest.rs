@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::match_conditions;
+use crate::cel;
 
 /// `metadata` of any object: only what admission needs; other fields are accepted and ignored.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -162,7 +162,7 @@ pub(crate) struct MatchCondition {
     /// The compiled expression, made once by whichever of validation and compilation asks
     /// first.
     #[serde(skip)]
-    compiled: OnceLock<Result<Arc<match_conditions::Program>, String>>,
+    compiled: OnceLock<Result<Arc<cel::Program>, String>>,
 }
 
 impl MatchCondition {
@@ -173,8 +173,8 @@ impl MatchCondition {
 
     /// The expression compiled as the API server compiles it (trimmed); `Err` is the detail
     /// of the validation error.
-    pub(crate) fn program(&self) -> &Result<Arc<match_conditions::Program>, String> {
-        self.compiled.get_or_init(|| match_conditions::compile(self.expression.trim()).map(Arc::new))
+    pub(crate) fn program(&self) -> &Result<Arc<cel::Program>, String> {
+        self.compiled.get_or_init(|| cel::compile(self.expression.trim()).map(Arc::new))
     }
 }
 

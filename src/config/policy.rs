@@ -7,8 +7,6 @@
 //! Order (docs/policies.md, "Order"): policies named `*.static.k8s.io` first, then the others,
 //! each group by name; a policy's bindings by name; parameters by namespace, then name.
 
-#![allow(dead_code)] // until the stage uses every part (removed when wired)
-
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -21,18 +19,11 @@ use super::mode::Mode;
 use super::rules::Rule;
 use super::selector::Selector;
 use super::{Finding, Problem};
-use crate::match_conditions::{self as cel, Authz, Declared, Env, Program, Returns};
+use crate::cel::{self, Authz, Declared, Env, Program, Returns};
 
 pub(crate) mod manifest;
-#[allow(dead_code, clippy::duplicate_mod)] // shared with config::validate, helpers only webhooks use
-#[path = "validate/messages.rs"]
-mod messages;
-#[allow(dead_code, clippy::duplicate_mod)]
-#[path = "validate/names.rs"]
-mod names;
-#[allow(dead_code, clippy::duplicate_mod)]
-#[path = "load/strict.rs"]
-mod strict;
+use super::load::strict;
+use super::validate::{messages, names};
 #[cfg(test)]
 pub(crate) mod tests;
 mod validate;
@@ -105,7 +96,7 @@ pub(crate) struct Policy {
 
 impl Policy {
     /// Some expression calls the `authorizer`: evaluation may block on SubjectAccessReviews, so
-    /// the stage runs it off the serving thread, inside `match_conditions::authorizer::with_scope`.
+    /// the stage runs it off the serving thread, inside `cel::authorizer::with_scope`.
     pub(crate) fn uses_authorizer(&self) -> bool {
         let uses = |e: &Expression| e.program.as_ref().is_ok_and(|p| p.uses.authorizer);
         self.match_conditions.iter().any(uses)
@@ -562,7 +553,7 @@ fn annotations(
     (mode, replaces)
 }
 
-/// A MatchResources with the defaults of §2.1 (Equivalent, `{}` selectors, scope `*`).
+/// A MatchResources with the API server's defaults (Equivalent, `{}` selectors, scope `*`).
 fn matcher(resources: &MatchResources) -> Matcher {
     let selector =
         |s: &Option<super::manifest::LabelSelector>| s.as_ref().map(Selector::compile).unwrap_or_default();

@@ -35,8 +35,8 @@ use rules::rule_with_operations;
 
 pub(crate) mod ca_bundle;
 mod client_config;
-mod messages;
-mod names;
+pub(super) mod messages;
+pub(super) mod names;
 mod rules;
 #[cfg(test)]
 mod tests;

@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 use super::matching::Skip;
 use super::object::ObjectState;
 use super::verdict;
+use crate::cel::authorizer;
+use crate::cel::{self, json_value, request_value, Condition, Outcome, Variables};
 use crate::cluster::Cluster;
 use crate::config::compile::{FailurePolicy, Hook, MatchCondition};
 use crate::explain::Phase;
-use crate::match_conditions::authorizer;
-use crate::match_conditions::{self, json_value, request_value, Condition, Outcome, Variables};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 use crate::telemetry::names;
@@ -69,7 +69,7 @@ pub(crate) async fn evaluate(
         let scope = state.authorizer.get_or_insert_with(|| scope(cluster, review)).clone();
         with_authorizer(hook, scope, &mut state.variables).await
     } else {
-        match_conditions::evaluate(&conditions_of(&hook.match_conditions), &mut state.variables)
+        cel::evaluate(&conditions_of(&hook.match_conditions), &mut state.variables)
     };
     record(hook, review, phase, &outcome, started.elapsed());
     match outcome {
@@ -126,15 +126,14 @@ fn conditions_of(compiled: &[MatchCondition]) -> Vec<Condition<'_>> {
 /// Evaluates `hook`'s conditions with an authorizer. Its checks block on SubjectAccessReviews,
 /// so they run on a blocking thread: the serving thread goes on with its other reviews
 /// (`server/threads.rs`). A panic in the CEL library is already an evaluation error
-/// (`match_conditions/runtime.rs`); a blocking task that ends otherwise (cancelled at shutdown)
+/// (`cel/runtime.rs`); a blocking task that ends otherwise (cancelled at shutdown)
 /// is one too.
 async fn with_authorizer(hook: &Hook, scope: authorizer::Scope, variables: &mut Variables) -> Outcome {
     let owned = hook.match_conditions.clone();
     let mut lent = std::mem::take(variables);
     let evaluated = tokio::task::spawn_blocking(move || {
-        let outcome = authorizer::with_scope(Some(scope), || {
-            match_conditions::evaluate(&conditions_of(&owned), &mut lent)
-        });
+        let outcome =
+            authorizer::with_scope(Some(scope), || cel::evaluate(&conditions_of(&owned), &mut lent));
         (outcome, lent)
     })
     .await;

@@ -406,8 +406,27 @@ fn with_call_handles(name: &str, series: CallSeries, count: impl FnOnce(&CallHan
 
 /// One policy evaluated: the API server's check families for each decision acted on (not for
 /// a shadowed policy, which acts on nothing), the gateway's time per policy, and a span.
-pub(crate) fn policy_evaluated(result: &PolicyResult, mode: CallMode, trace: &Parent) {
+pub(crate) fn policy_evaluated(
+    result: &PolicyResult,
+    mode: CallMode,
+    operation: &'static str,
+    trace: &Parent,
+) {
     let policy = &result.policy.name;
+    // The match-condition families as the API server records them for a policy: the time of
+    // conditions that excluded or failed, and each failed condition (no exclusion count).
+    for condition in &result.conditions {
+        let labels = [
+            ("name", policy.clone()),
+            ("kind", "policy".to_owned()),
+            ("type", "validate".to_owned()),
+            ("operation", operation.to_owned()),
+        ];
+        if condition.errors > 0 {
+            metrics::counter!(names::MATCH_CONDITION_ERRORS, &labels).increment(condition.errors as u64);
+        }
+        metrics::histogram!(names::MATCH_CONDITION_DURATION, &labels).record(condition.seconds);
+    }
     if !matches!(mode, CallMode::Shadow(_)) {
         for check in &result.checks {
             let labels = [

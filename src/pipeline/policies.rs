@@ -21,12 +21,12 @@ use super::modes::{canary_bucket, CallMode, ShadowMode};
 use super::observe;
 use super::outcome::{CallOutcome, CallRecord};
 use super::policy::{self, Attributes, Lookups, NoLookups, PolicyResult};
+use crate::cel::authorizer;
 use crate::cluster::params::Params;
 use crate::cluster::Cluster;
 use crate::config::mode::Mode;
 use crate::config::policy::{Policies, Policy};
 use crate::explain::Step;
-use crate::match_conditions::authorizer;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 
@@ -87,7 +87,7 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     let mut enforced = Vec::new();
     for result in &results {
         let mode = mode_of(&result.policy, review.request);
-        observe::policy_evaluated(result, mode, &review.trace);
+        observe::policy_evaluated(result, mode, review.request.operation().as_str(), &review.trace);
         review.explanation.record(|| Step::Policy {
             policy: result.policy.name.clone(),
             mode: mode.as_str(),

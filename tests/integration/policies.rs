@@ -379,3 +379,43 @@ async fn warn_and_canary_modes_run_a_policy_as_they_run_a_webhook() {
     .await;
     assert!(shadowed, "the canary at 0 % is only shadowed once reloaded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policys_match_conditions_are_counted_in_the_api_servers_match_condition_families() {
+    let conditioned = policy(
+        "conditioned-policy",
+        &["UPDATE"],
+        &["pods"],
+        json!({
+            "matchConditions": [
+                {"name": "not-system", "expression": "!object.metadata.name.startsWith('system-')"},
+                {"name": "broken", "expression": "object.metadata.name.startsWith('broken-') ? object.nope == 1 : true"},
+            ],
+            "validations": [{"expression": "true"}],
+        }),
+    );
+    let fleet = Fleet::default().object(conditioned).object(binding(
+        "conditioned-policy-binding",
+        "conditioned-policy",
+        &["Deny"],
+    ));
+    let gateway = TestGateway::start(fleet).await;
+    // Excluded by a false condition; then a condition that fails (failurePolicy Fail: denied).
+    assert!(gateway.validate(&pod_named("system-web")).await.allowed());
+    assert!(!gateway.validate(&pod_named("broken-web")).await.allowed());
+    assert!(gateway.validate(&pod_named("web")).await.allowed());
+
+    let (_, text) = gateway.admin_get("/metrics").await;
+    let series = |family: &str| {
+        prometheus::matching(
+            &text,
+            family,
+            &[("name", "conditioned-policy"), ("kind", "policy"), ("type", "validate")],
+        )
+        .into_iter()
+        .map(|(_, value)| value as u64)
+        .sum::<u64>()
+    };
+    assert_eq!(series("apiserver_admission_match_condition_evaluation_seconds_count"), 2, "{text}");
+    assert_eq!(series("apiserver_admission_match_condition_evaluation_errors_total"), 1, "{text}");
+}

@@ -11,7 +11,7 @@ const MAX_PROBLEMS_PER_OBJECT: usize = 50;
 /// Deserializes `document` strictly and reports every problem, not only the first: each
 /// unknown or ill-typed field is named (unknown ones with a did-you-mean), removed, and the
 /// object read again.
-pub(super) fn strict<T: DeserializeOwned>(document: &Value) -> Result<T, Vec<(String, String)>> {
+pub(in crate::config) fn strict<T: DeserializeOwned>(document: &Value) -> Result<T, Vec<(String, String)>> {
     let mut document = document.clone();
     let mut problems = Vec::new();
     while problems.len() < MAX_PROBLEMS_PER_OBJECT {

@@ -15,21 +15,22 @@ pub(crate) struct Metadata {
     #[serde(default)]
     pub(crate) name: String,
     #[serde(default)]
-    pub(crate) labels: BTreeMap<String, String>,
-    #[serde(default)]
     pub(crate) annotations: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PolicyObject {
+    #[allow(dead_code)] // read before the body, kept so deny_unknown_fields accepts it
     pub(crate) api_version: String,
+    #[allow(dead_code)]
     pub(crate) kind: String,
     #[serde(default)]
     pub(crate) metadata: Metadata,
     #[serde(default)]
     pub(crate) spec: PolicySpec,
     /// Written by the API server; read and ignored.
+    #[allow(dead_code)]
     #[serde(default)]
     pub(crate) status: Option<serde_json::Value>,
 }
@@ -131,7 +132,9 @@ pub(crate) struct NamedExpression {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct BindingObject {
+    #[allow(dead_code)] // read before the body, kept so deny_unknown_fields accepts it
     pub(crate) api_version: String,
+    #[allow(dead_code)]
     pub(crate) kind: String,
     #[serde(default)]
     pub(crate) metadata: Metadata,

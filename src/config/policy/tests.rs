@@ -367,3 +367,9 @@ fn param_kinds_audit_keys_and_param_refs_are_checked_as_upstream_words_it() {
         "Unsupported value: \"Maybe\": supported values: \"Deny\", \"Allow\"",
     );
 }
+
+#[test]
+fn compiled_policies_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Policies>();
+}

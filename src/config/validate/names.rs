@@ -21,7 +21,7 @@ const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /// `IsDNS1123Label`.
-pub(super) fn dns1123_label(value: &str) -> Vec<String> {
+pub(in crate::config) fn dns1123_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > DNS1123_LABEL_MAX_LEN {
         errs.push(max_len_characters(DNS1123_LABEL_MAX_LEN));
@@ -37,7 +37,7 @@ pub(super) fn dns1123_label(value: &str) -> Vec<String> {
 }
 
 /// `IsDNS1123Subdomain` (`pkg/util/validation`: lengths in "characters").
-pub(super) fn dns1123_subdomain(value: &str) -> Vec<String> {
+pub(in crate::config) fn dns1123_subdomain(value: &str) -> Vec<String> {
     subdomain_errors(value, max_len_characters)
 }
 
@@ -53,7 +53,7 @@ fn subdomain_errors(value: &str, max_len_error: fn(usize) -> String) -> Vec<Stri
 }
 
 /// `IsDNS1035Label`.
-pub(super) fn dns1035_label(value: &str) -> Vec<String> {
+pub(in crate::config) fn dns1035_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > DNS1035_LABEL_MAX_LEN {
         errs.push(max_len_characters(DNS1035_LABEL_MAX_LEN));
@@ -66,7 +66,7 @@ pub(super) fn dns1035_label(value: &str) -> Vec<String> {
 }
 
 /// `IsQualifiedName` (= `content.IsLabelKey`): `[prefix/]name`.
-pub(super) fn qualified_name(value: &str) -> Vec<String> {
+pub(in crate::config) fn qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts.as_slice() {
@@ -101,7 +101,7 @@ pub(super) fn qualified_name(value: &str) -> Vec<String> {
 }
 
 /// `IsValidLabelValue` (= `content.IsLabelValue`).
-pub(super) fn label_value(value: &str) -> Vec<String> {
+pub(in crate::config) fn label_value(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > LABEL_VALUE_MAX_LEN {
         errs.push(max_len_bytes(LABEL_VALUE_MAX_LEN));

@@ -233,6 +233,17 @@ fn reasons_give_the_status_code() {
         let status = run.verdict().denial.unwrap();
         assert_eq!((status.reason.as_deref(), status.code), (Some(reason.unwrap_or("Invalid")), Some(code)));
     }
+    // An error of a validation with a reason is still `Invalid`.
+    let run = run(
+        vec![policy(
+            "p",
+            json!({"matchConstraints": pods_rule(), "validations": [{"expression": "object.missing == 1", "reason": "Forbidden"}]}),
+        )],
+        vec![deny("p", &["Deny"])],
+        create(pod("web", json!({}))),
+    );
+    let status = run.verdict().denial.unwrap();
+    assert_eq!((status.reason.as_deref(), status.code), (Some("Invalid"), Some(422)));
 }
 
 #[test]
@@ -469,6 +480,8 @@ fn match_conditions_skip_on_false_and_fail_on_errors() {
         vec![deny("p", &["Warn"])],
         create(pod("web", json!({}))),
     );
+    let observed: Vec<usize> = failed.results[0].conditions.iter().map(|c| c.errors).collect();
+    assert_eq!(observed, [1], "one observation, one failed condition");
     assert_eq!(
         failed.warnings(),
         ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': expression 'object.x == 1' resulted in error: no such key: x"]
@@ -705,12 +718,9 @@ fn the_denied_name_falls_back_to_the_object() {
 /// Allows what it is asked about the `/healthz` path only.
 struct HealthzOnly;
 
-impl crate::match_conditions::authorizer::Authorizer for HealthzOnly {
-    fn authorize(
-        &self,
-        check: &crate::match_conditions::authorizer::Check,
-    ) -> crate::match_conditions::authorizer::Decision {
-        use crate::match_conditions::authorizer::{Decision, Target};
+impl crate::cel::authorizer::Authorizer for HealthzOnly {
+    fn authorize(&self, check: &crate::cel::authorizer::Check) -> crate::cel::authorizer::Decision {
+        use crate::cel::authorizer::{Decision, Target};
         Decision {
             allowed: matches!(&check.target, Target::Path(p) if p == "/healthz"),
             ..Default::default()
@@ -720,7 +730,7 @@ impl crate::match_conditions::authorizer::Authorizer for HealthzOnly {
 
 #[test]
 fn the_authorizer_is_asked_within_the_callers_scope() {
-    use crate::match_conditions::authorizer::{with_scope, ResourceTarget, Scope};
+    use crate::cel::authorizer::{with_scope, ResourceTarget, Scope};
     let spec = json!({"matchConstraints": pods_rule(), "validations": [
         {"expression": "authorizer.path('/healthz').check('get').allowed()"},
         {"expression": "authorizer.path('/metrics').check('get').allowed()"}]});
@@ -775,4 +785,111 @@ fn a_spent_budget_replaces_the_evaluations_decisions_by_one_error() {
             format!("{prefix}expression 'object.missing == 1' resulted in error: no such key: missing"),
         ]
     );
+}
+
+#[test]
+fn policies_match_the_request_as_made_and_evaluate_the_object_as_sent() {
+    // The API server asked for apps/v1beta2 and sent the object as apps/v1.
+    let request = json!({"uid": "1", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+        "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+        "requestKind": {"group": "apps", "version": "v1beta2", "kind": "Deployment"},
+        "requestResource": {"group": "apps", "version": "v1beta2", "resource": "deployments"},
+        "name": "web", "namespace": "default", "operation": "CREATE",
+        "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}});
+    let denials = |version: &str, match_policy: &str| {
+        let rule = json!({"matchPolicy": match_policy, "resourceRules": [{"operations": ["CREATE"],
+            "apiGroups": ["apps"], "apiVersions": [version], "resources": ["deployments"]}]});
+        run(
+            vec![policy("p", json!({"matchConstraints": rule, "validations": [{"expression": "request.kind.version == 'v1' && request.requestKind.version == 'v1beta2'"}]}))],
+            vec![deny("p", &["Deny"])],
+            request.clone(),
+        )
+        .denials()
+    };
+    assert!(denials("v1", "Exact").is_empty(), "the request was not made in v1");
+    assert!(denials("v1", "Equivalent").is_empty(), "matched in v1, the object's version: evaluated, true");
+    let converted = denials("v1beta2", "Exact");
+    assert_eq!(converted.len(), 1);
+    assert!(converted[0].starts_with("deployments.apps \"web\" is forbidden: "), "{converted:?}");
+    assert!(converted[0].ends_with("failed to configure binding: failed to convert object version: admission-gateway does not convert apps/v1, Kind=Deployment to apps/v1beta2, Kind=Deployment"), "{converted:?}");
+}
+
+#[test]
+fn a_validation_that_is_not_true_denies_even_when_it_is_not_a_bool() {
+    // The result's type is not evident at load (no type checker): a string at runtime.
+    let mut object = pod("web", json!({}));
+    object["spec"] = json!({"flag": "yes"});
+    let expression = "object.spec.flag == 'yes' ? object.spec.flag : true";
+    let run = run(
+        vec![policy(
+            "p",
+            json!({"matchConstraints": pods_rule(), "validations": [{"expression": expression}]}),
+        )],
+        vec![deny("p", &["Warn"])],
+        create(object),
+    );
+    assert_eq!(
+        run.warnings(),
+        [format!("Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': failed expression: {expression}")]
+    );
+}
+
+/// Serves ConfigMaps from "the cluster", recording what was asked.
+struct Cluster(std::sync::Mutex<Vec<(String, String, Option<String>)>>);
+
+impl Lookups for Cluster {
+    fn params(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Option<Result<Vec<Arc<Value>>, String>> {
+        self.0.lock().unwrap().push((api_version.to_owned(), kind.to_owned(), namespace.map(str::to_owned)));
+        (kind == "ConfigMap").then(|| {
+            Ok(vec![Arc::new(
+                json!({"metadata": {"name": "live", "namespace": "team"}, "data": {"max": "1"}}),
+            )])
+        })
+    }
+}
+
+#[test]
+fn lookups_answer_parameters_of_a_kind_the_configuration_lacks_and_get_their_kind() {
+    let spec = json!({"matchConstraints": pods_rule(), "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "false", "messageExpression": "params.kind + ' ' + params.metadata.name"}]});
+    let bound = || {
+        binding(
+            "b",
+            json!({"policyName": "p", "validationActions": ["Warn"],
+            "paramRef": {"selector": {}, "namespace": "team", "parameterNotFoundAction": "Deny"}}),
+        )
+    };
+    let request = create(pod("web", json!({})));
+    let review = review(&request);
+    let attributes =
+        Attributes { review: &review, object: request.get("object"), old_object: None, namespace: None };
+
+    // No ConfigMap configured: the cluster's.
+    let (policies, _) = compile(vec![policy("p", spec.clone())], vec![bound()], vec![]);
+    let cluster = Cluster(std::sync::Mutex::new(Vec::new()));
+    let results = evaluate(&policies, &attributes, &cluster);
+    assert_eq!(
+        results[0].warnings,
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': ConfigMap live"]
+    );
+    assert_eq!(
+        *cluster.0.lock().unwrap(),
+        [("v1".to_owned(), "ConfigMap".to_owned(), Some("team".to_owned()))]
+    );
+
+    // ConfigMaps configured: those, and the cluster is not asked.
+    let configured = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "configured", "namespace": "team"}});
+    let (policies, _) = compile(vec![policy("p", spec)], vec![bound()], vec![configured]);
+    let cluster = Cluster(std::sync::Mutex::new(Vec::new()));
+    let results = evaluate(&policies, &attributes, &cluster);
+    assert_eq!(
+        results[0].warnings,
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': ConfigMap configured"]
+    );
+    assert!(cluster.0.lock().unwrap().is_empty());
 }

@@ -534,3 +534,94 @@ fn evaluation_errors_never_quote_a_value() {
         assert!(!message.contains("Map(") && !message.contains("List("), "{expression}: {message}");
     }
 }
+
+#[test]
+fn a_conversions_argument_reports_its_own_error() {
+    // The `cel` crate said "Missing argument or target" for an argument that failed.
+    for (expression, key) in [
+        ("string(object.spec.missing) == 'x'", "missing"),
+        ("size(object.spec.missing) == 1", "missing"),
+        ("int(oldObject.metadata.nope) == 1", "nope"),
+    ] {
+        assert_eq!(
+            error_of(expression),
+            format!("expression '{expression}' resulted in error: no such key: {key}")
+        );
+    }
+    is_true("string(object.spec.priority) == '7'");
+}
+
+#[test]
+fn policy_environments_declare_what_their_kind_of_expression_sees() {
+    let env = |params: bool, variables: Option<&[&str]>, authorizer: Authz, result: Returns| Env {
+        params,
+        variables: variables.map(|v| v.iter().map(|s| (*s).to_owned()).collect()),
+        authorizer,
+        result,
+    };
+    let compiles = |expression: &str, env: &Env| compile_in(expression, env).map(|_| ());
+    let validation = env(true, Some(&["a"]), Authz::Declared, Returns::Bool);
+    assert_eq!(compiles("params.x == variables.a", &validation), Ok(()));
+    assert!(compiles("variables.b == 1", &validation).unwrap_err().contains("undefined field 'b'"));
+    let no_params = env(false, Some(&[]), Authz::Declared, Returns::Bool);
+    assert!(compiles("params == null", &no_params).unwrap_err().contains("undeclared reference to 'params'"));
+    let condition = env(true, None, Authz::Declared, Returns::Bool);
+    assert!(compiles("variables.a == 1", &condition)
+        .unwrap_err()
+        .contains("undeclared reference to 'variables'"));
+    let message = env(true, Some(&[]), Authz::Undeclared, Returns::String);
+    assert_eq!(compiles("'a' + string(params.x)", &message), Ok(()));
+    assert!(compiles("authorizer.path('/').check('get').reason()", &message)
+        .unwrap_err()
+        .contains("undeclared reference to 'authorizer'"));
+    assert_eq!(compiles("1 == 1", &message), Err("must evaluate to string but got bool".to_owned()));
+    let audit = env(false, Some(&[]), Authz::FailsAtRuntime, Returns::StringOrNull);
+    assert_eq!(compiles("null", &audit), Ok(()));
+    assert_eq!(compiles("'v'", &audit), Ok(()));
+    assert_eq!(
+        compiles("1", &audit),
+        Err("must evaluate to one of [string null_type] but got int".to_owned())
+    );
+    assert!(
+        compile_in("authorizer.path('/').check('get').reason()", &audit).unwrap().uses == Uses::default()
+    );
+    let variable = env(false, Some(&[]), Authz::Declared, Returns::Any);
+    assert_eq!(compiles("[1, 2]", &variable), Ok(()));
+}
+
+#[test]
+fn a_session_evaluates_variables_lazily_once_per_phase() {
+    let declared = |name: &str, expression: &str, before: &[&str]| {
+        let env = Env {
+            variables: Some(before.iter().map(|s| (*s).to_owned()).collect()),
+            result: Returns::Any,
+            ..Env::default()
+        };
+        Declared { name: name.to_owned(), program: compile_in(expression, &env).map(std::sync::Arc::new) }
+    };
+    let variables = [
+        declared("broken", "object.missing", &[]),
+        declared("name", "object.metadata.name", &["broken"]),
+        declared("shout", "variables.name + '!'", &["broken", "name"]),
+    ];
+    let env = Env { variables: Some(vec!["broken".into(), "name".into(), "shout".into()]), ..Env::default() };
+    let program = |e: &str| compile_in(e, &env).unwrap();
+    let mut activation = Activation { object: Some(json_value(Some(&pod()))), ..Activation::default() };
+    let limits = PhaseLimits {
+        per_expression: 1_000_000,
+        per_phase: 10_000_000,
+        deadline: std::time::Duration::from_secs(1),
+    };
+    with_session(&mut activation, &variables, |session| {
+        session.begin_phase(limits);
+        assert_eq!(session.eval(&program("variables.shout == 'web!'")), Ok(Evaluated::Bool(true)));
+        assert_eq!(session.eval(&program("variables.name == 'web'")), Ok(Evaluated::Bool(true)));
+        assert_eq!(
+            session.eval(&program("variables.broken == 1")),
+            Err(Failure::Expression(
+                "composited variable \"broken\" fails to evaluate: no such key: missing".into()
+            ))
+        );
+    });
+    assert!(activation.object.is_some(), "the object is given back");
+}

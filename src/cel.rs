@@ -1,6 +1,7 @@
-//! CEL for webhook `matchConditions` (docs/semantics.md §4.5), on the `cel` crate with
-//! kube-cel's Kubernetes libraries. A leaf like `go`: `config` compiles with it, `pipeline`
-//! evaluates with it.
+//! CEL for webhook `matchConditions` (docs/semantics.md §4.5) and ValidatingAdmissionPolicies
+//! (docs/policies.md), on the `cel` crate with kube-cel's Kubernetes libraries, with cel-go's
+//! error words and never a value in an error. A leaf like `go`: `config` compiles with it,
+//! `pipeline` evaluates with it.
 //!
 //! - [`compile`] parses an expression once, when the configuration loads, checks what can be
 //!   checked without cel-go's type checker (variables, functions, `request` fields, a result
@@ -11,6 +12,10 @@
 //!   go to the caller's failurePolicy.
 //! - [`Variables`] holds `object`, `oldObject` and `request` converted to CEL values; the
 //!   pipeline keeps one per review and converts each object version once.
+//! - For policies, [`compile_in`] compiles in the environment of one kind of expression
+//!   ([`Env`]: `params`, `variables`, `authorizer`, the result type), and [`with_session`]
+//!   runs the phases of one evaluation ([`Session`]) over an [`Activation`], `variables`
+//!   evaluated lazily and memoized per phase (`session.rs`).
 //!
 //! Evaluation is bounded (`runtime.rs`): every call and every comprehension iteration is a
 //! step, large strings and lists cost in proportion to their size, with the API server's

@@ -136,11 +136,7 @@ pub(crate) struct Session<'c> {
 impl Session<'_> {
     /// Starts a phase: a fresh budget, variables evaluated afresh.
     pub(crate) fn begin_phase(&mut self, limits: PhaseLimits) {
-        TABLE.with(|t| {
-            if let Some(table) = t.borrow_mut().as_mut() {
-                table.memo.clear();
-            }
-        });
+        self.forget_variables();
         METER.set(Some(Meter {
             expression_left: limits.per_expression,
             webhook_left: limits.per_phase,
@@ -149,6 +145,16 @@ impl Session<'_> {
         }));
         PER_EXPRESSION.set(limits.per_expression);
         DEADLINE_MS.set(limits.deadline.as_millis());
+    }
+
+    /// Variables are evaluated afresh from here on, on the same budget (the API server's
+    /// messageExpressions get a new activation and the validations' remaining budget).
+    pub(crate) fn forget_variables(&mut self) {
+        TABLE.with(|t| {
+            if let Some(table) = t.borrow_mut().as_mut() {
+                table.memo.clear();
+            }
+        });
     }
 
     /// Evaluates one expression of the current phase.

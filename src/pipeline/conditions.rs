@@ -171,7 +171,7 @@ pub(crate) fn scope(cluster: &Cluster, review: &IncomingReview) -> authorizer::S
 /// The `request` variable: the AdmissionRequest as `CreateAdmissionRequest` (plugin/cel/
 /// condition.go) builds it and CEL sees it, field by field as its JSON encoding (`omitempty`
 /// fields absent when empty), without `uid`, `object` and `oldObject`.
-fn request(review: &IncomingReview) -> Value {
+pub(crate) fn request(review: &IncomingReview) -> Value {
     let r = &review.request;
     let (kind, resource) = (review.kind(), review.resource());
     let mut request = json!({

@@ -297,7 +297,8 @@ impl State {
         }
         self.activation.object = attributes.object.map(|o| json_value(Some(o)));
         self.activation.old_object = attributes.old_object.map(|o| json_value(Some(o)));
-        self.activation.request = Some(request_value(&request(attributes.review)));
+        // The same `request` as webhook matchConditions see (`conditions.rs`).
+        self.activation.request = Some(request_value(&super::conditions::request(attributes.review)));
         self.activation.namespace_object = namespace_object(attributes).map(|n| json_value(Some(n)));
         self.prepared = true;
     }
@@ -311,55 +312,6 @@ fn namespace_object<'a>(attributes: &Attributes<'a>) -> Option<&'a Value> {
         return None;
     }
     attributes.namespace
-}
-
-/// The `request` variable (plugin/cel/condition.go, `CreateAdmissionRequest`), as for webhook
-/// matchConditions: the AdmissionRequest without `uid`, `object`, `oldObject`, `omitempty`
-/// fields absent.
-fn request(review: &IncomingReview) -> Value {
-    let r = &review.request;
-    let (kind, resource) = (review.kind(), review.resource());
-    let mut request = json!({
-        "kind": to_json(kind),
-        "resource": to_json(resource),
-        "requestKind": to_json(r.request_kind.as_ref().unwrap_or(kind)),
-        "requestResource": to_json(r.request_resource.as_ref().unwrap_or(resource)),
-        "operation": review.operation().as_str(),
-        "userInfo": user_info(review),
-        "dryRun": review.dry_run(),
-        "options": r.options.value.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok()),
-    });
-    let request_sub_resource = r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource);
-    for (key, value) in [
-        ("subResource", r.sub_resource.as_str()),
-        ("requestSubResource", request_sub_resource),
-        ("name", r.name.as_str()),
-        ("namespace", r.namespace.as_str()),
-    ] {
-        if !value.is_empty() {
-            request[key] = json!(value);
-        }
-    }
-    request
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or_default()
-}
-
-/// `userInfo` with its `omitempty` fields absent when empty.
-fn user_info(review: &IncomingReview) -> Value {
-    let mut info: Value = serde_json::from_str(review.user_info().get()).unwrap_or_else(|_| json!({}));
-    if let Value::Object(fields) = &mut info {
-        fields.retain(|_, v| match v {
-            Value::Null => false,
-            Value::String(s) => !s.is_empty(),
-            Value::Array(a) => !a.is_empty(),
-            Value::Object(o) => !o.is_empty(),
-            _ => true,
-        });
-    }
-    info
 }
 
 // ---------------------------------------------------------------------------------------------

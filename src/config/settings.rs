@@ -594,7 +594,9 @@ mod tests {
     }
 
     /// Loads `files` (name, text) through the real loader.
-    fn load(files: &[(&str, &str)]) -> Result<crate::config::Snapshot, crate::config::ConfigError> {
+    pub(super) fn load(
+        files: &[(&str, &str)],
+    ) -> Result<crate::config::Snapshot, crate::config::ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
             std::fs::write(dir.path().join(name), text).unwrap();
@@ -602,7 +604,7 @@ mod tests {
         crate::config::compile::load(&[dir.path().to_path_buf()], &crate::upstream::Clients::default(), 1)
     }
 
-    const GATEWAY: &str =
+    pub(super) const GATEWAY: &str =
         "apiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata: {name: g}\n";
 
     #[test]

@@ -302,6 +302,30 @@ mod tests {
         assert!(findings[11].1.contains("'~' must be followed"), "{findings:?}");
     }
 
+    /// Through the real loader, each problem names the file, the object and the field, and
+    /// an unknown field of the section is refused with its path and a did-you-mean.
+    #[test]
+    fn the_loader_names_the_file_object_and_field() {
+        let text =
+            format!("{}recording:\n  sampleFraction: 2\n  resourcs: [pods]\n", super::super::tests::GATEWAY);
+        let error = super::super::tests::load(&[("gateway.yaml", &text)]).unwrap_err();
+        let messages: Vec<String> = error.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert!(
+            messages[0].contains("gateway.yaml")
+                && messages[0].ends_with(r#"GatewayConfig "g": recording.resourcs: unknown field "resourcs" (did you mean "resources"?)"#),
+            "{messages:#?}"
+        );
+        let text = format!("{}recording:\n  sampleFraction: 2\n", super::super::tests::GATEWAY);
+        let error = super::super::tests::load(&[("gateway.yaml", &text)]).unwrap_err();
+        let messages: Vec<String> = error.problems.iter().map(ToString::to_string).collect();
+        assert!(
+            messages[0].contains("gateway.yaml")
+                && messages[0].ends_with(r#"GatewayConfig "g": recording.sampleFraction: Invalid value: 2: must be between 0 and 1, inclusive"#),
+            "{messages:#?}"
+        );
+    }
+
     #[test]
     fn the_filter_takes_what_it_lists() {
         let filter = Filter {

@@ -62,7 +62,7 @@ pub(super) fn run(entries: Receiver<Queued>, status: &Status, delay: Option<Dura
     let compressor = Compressor::start();
     let mut writing: Option<Writing> = None;
     loop {
-        let Queued { plan, entry } = match entries.recv_timeout(IDLE) {
+        let Queued { plan, entry, secret } = match entries.recv_timeout(IDLE) {
             Ok(queued) => queued,
             Err(RecvTimeoutError::Timeout) => {
                 if !status.on.load(Ordering::Relaxed) {
@@ -97,7 +97,9 @@ pub(super) fn run(entries: Receiver<Queued>, status: &Status, delay: Option<Dura
         if let Some(delay) = delay {
             std::thread::sleep(delay);
         }
-        let written = encode(entry, &writing.redactor, plan.drop_user_info)
+        // Only a review with something to redact or leave out is parsed (`encode`).
+        let parse = secret || plan.drop_user_info || !plan.redact_pointers.is_empty();
+        let written = encode(entry, &writing.redactor, plan.drop_user_info, parse)
             .and_then(|line| writing.files.append(&line, &compressor));
         match written {
             Ok(()) => status.wrote(),
@@ -113,34 +115,63 @@ struct Writing {
     files: Files,
 }
 
-/// One entry as one line of JSON, redacted. A request that does not read again as JSON (it
-/// was read once to be answered) fails the entry, counted, rather than being written as null.
-fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool) -> anyhow::Result<Vec<u8>> {
+/// One entry as one line of JSON, redacted. With `parse`, the request is read into a tree,
+/// redacted and written again; without (nothing to redact or leave out), it is written as
+/// received, unless it spans lines. A request that does not read again as JSON (it was read
+/// once to be answered) fails the entry, counted, rather than being written as null.
+fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) -> anyhow::Result<Vec<u8>> {
     let Entry { time, endpoint, request, mut answer, webhooks } = entry;
-    let mut review: Value =
-        serde_json::from_slice(&request).context("the review could not be read again for its redaction")?;
+    const UNREADABLE: &str = "the review could not be read again for its redaction";
+    let as_received = !parse && !request.iter().any(|byte| matches!(byte, b'\n' | b'\r'));
+    let (review, secret) = if as_received {
+        (Request::AsReceived(serde_json::from_slice(&request).context(UNREADABLE)?), false)
+    } else {
+        let mut review: Value = serde_json::from_slice(&request).context(UNREADABLE)?;
+        // Whether it is a Secret's is read again from the review itself, whatever the request
+        // path said.
+        let secret = redactor.review(&mut review);
+        if drop_user_info {
+            if let Some(Value::Object(request)) = review.get_mut("request") {
+                request.remove("userInfo");
+            }
+        }
+        (Request::Parsed(review), secret)
+    };
     answer.patch = answer.patch_text.take().and_then(|text| serde_json::from_slice(&text).ok());
-    let secret = redactor.review(&mut review);
     if let Some(patch) = &mut answer.patch {
         redactor.patch(patch, secret);
     }
     redactor.annotations(&mut answer.audit_annotations, secret);
-    if drop_user_info {
-        if let Some(Value::Object(request)) = review.get_mut("request") {
-            request.remove("userInfo");
-        }
-    }
     let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let line = serde_json::json!({
-        "time": crate::upstream::x509::rfc3339(seconds as i64),
-        "endpoint": endpoint,
-        "request": review,
-        "answer": answer,
-        "webhooks": webhooks,
-    });
+    // The fields in the order a JSON object of them has always been written (sorted).
+    let line = Line {
+        answer: serde_json::to_value(&answer).context("the record could not be encoded")?,
+        endpoint,
+        request: review,
+        time: crate::upstream::x509::rfc3339(seconds as i64),
+        webhooks: serde_json::to_value(&webhooks).context("the record could not be encoded")?,
+    };
     let mut line = serde_json::to_vec(&line).context("the record could not be encoded")?;
     line.push(b'\n');
     Ok(line)
+}
+
+/// One recorded review, as written.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    answer: Value,
+    endpoint: &'static str,
+    request: Request<'a>,
+    time: String,
+    webhooks: Value,
+}
+
+/// The request as received, or read and redacted.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Request<'a> {
+    AsReceived(&'a serde_json::value::RawValue),
+    Parsed(Value),
 }
 
 /// The files of one recording directory.
@@ -362,6 +393,46 @@ mod tests {
         assert_eq!(read, written.concat(), "exactly the lines written, in order");
     }
 
+    /// With nothing to redact, the request is written as received, byte for byte, and the
+    /// line reads as the parsed one does; a request spanning lines is parsed, so that a line
+    /// stays one line.
+    #[test]
+    fn a_request_with_nothing_to_redact_is_written_as_received() {
+        let entry = |request: &'static [u8]| Entry {
+            time: SystemTime::UNIX_EPOCH,
+            endpoint: "validate",
+            request: bytes::Bytes::from_static(request),
+            answer: super::super::Answer {
+                allowed: true,
+                code: 200,
+                message: None,
+                warnings: vec!["w".into()],
+                audit_annotations: Default::default(),
+                patch: None,
+                patch_text: None,
+            },
+            webhooks: Vec::new(),
+        };
+        let redactor = Redactor::new(b"key", &[]);
+        let received = br#"{"request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"}},"apiVersion":"admission.k8s.io/v1"}"#;
+        let raw = encode(entry(received), &redactor, false, false).unwrap();
+        let text = String::from_utf8(raw.clone()).unwrap();
+        assert!(text.contains(std::str::from_utf8(received).unwrap()), "{text}");
+        let parsed = encode(entry(received), &redactor, false, true).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&raw).unwrap(),
+            serde_json::from_slice::<Value>(&parsed).unwrap()
+        );
+        assert!(
+            text.starts_with(
+                r#"{"answer":{"allowed":true,"code":200,"warnings":["w"]},"endpoint":"validate","request":"#
+            ),
+            "{text}"
+        );
+        let spanning = encode(entry(b"{\"request\":\n{\"uid\":\"u\"}}"), &redactor, false, false).unwrap();
+        assert_eq!(spanning.iter().filter(|byte| **byte == b'\n').count(), 1, "one line");
+    }
+
     /// A request that does not read as JSON is not written as a record of nothing.
     #[test]
     fn an_unreadable_request_fails_its_entry() {
@@ -381,15 +452,17 @@ mod tests {
             webhooks: Vec::new(),
         };
         let redactor = Redactor::new(b"key", &[]);
-        let error = encode(entry(b"{not json"), &redactor, false).unwrap_err().to_string();
-        assert!(error.contains("could not be read again"), "{error}");
+        for parse in [false, true] {
+            let error = encode(entry(b"{not json"), &redactor, false, parse).unwrap_err().to_string();
+            assert!(error.contains("could not be read again"), "{error}");
+        }
         let request = br#"{"request":{"uid":"u","userInfo":{"username":"alice"}}}"#;
-        let line = encode(entry(request), &redactor, false).unwrap();
+        let line = encode(entry(request), &redactor, false, true).unwrap();
         let record: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(record["request"]["request"]["uid"], "u");
         assert_eq!(record["request"]["request"]["userInfo"]["username"], "alice", "kept by default");
         let dropped: Value =
-            serde_json::from_slice(&encode(entry(request), &redactor, true).unwrap()).unwrap();
+            serde_json::from_slice(&encode(entry(request), &redactor, true, true).unwrap()).unwrap();
         assert_eq!(dropped["request"]["request"].get("userInfo"), None, "dropUserInfo");
         assert_eq!(record["answer"]["patch"][0]["path"], "/a");
         assert_eq!(line.last(), Some(&b'\n'));

@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object many-ops inflight-2000 overload)
+ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object many-ops inflight-2000 overload recording)
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-2}
 C1_DURATION=${C1_DURATION:-1}
@@ -198,14 +198,16 @@ start_mock() {
     REFUSING=$(sed -n 's#^refusing on ##p' "$WORK/mock.out")
 }
 
-# start_gateway NAME FLEET_FILE [BINARY]: sets GW_ADDR[NAME], GW_PID[NAME], GW_METRICS[NAME],
-# GW_START_MS[NAME] (start to ready) and GW_IDLE_MIB[NAME] (RSS once ready, before any review).
+# start_gateway NAME FLEET_FILE [BINARY [ARGS...]]: sets GW_ADDR[NAME], GW_PID[NAME],
+# GW_METRICS[NAME], GW_START_MS[NAME] (start to ready) and GW_IDLE_MIB[NAME] (RSS once ready,
+# before any review); ARGS go to `serve` (BINARY empty: the usual one).
 declare -A GW_ADDR GW_PID GW_METRICS GW_START_MS GW_IDLE_MIB
 start_gateway() {
     local name=$1 fleet=$2 binary=${3:-$GATEWAY_BIN} started line
+    shift $(($# > 3 ? 3 : $#))
     started=$(date +%s%N)
     NO_COLOR=1 "$binary" serve --config "$fleet" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-        --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" > /dev/null 2> "$WORK/logs/$name.log" &
+        --tls-cert "$WORK/tls.crt" --tls-key "$WORK/tls.key" "$@" > /dev/null 2> "$WORK/logs/$name.log" &
     GW_PID[$name]=$!
     PIDS+=("$!")
     # Its default log format, JSON lines, as deployed: one info line per review. The log is
@@ -943,6 +945,49 @@ scenario_overload() {
     figure "gateway peak RSS under the flood / idle" "$peak / $idle MiB" "≤ 200 MiB" "$(verdict "$peak" le 200)"
     gateway_log_note gateway
     result gateway nginx direct load
+}
+
+# recorded NAME RESULT: the gateway's admission_gateway_recorded_reviews_total{result=RESULT}.
+recorded() {
+    curl -s "http://${GW_METRICS[$1]}/metrics" |
+        awk -v s="admission_gateway_recorded_reviews_total{result=\"$2\"}" '$1 == s { print $2; f = 1 } END { if (!f) print 0 }'
+}
+
+scenario_recording() {
+    TITLE="recording (serve --record): one validating webhook (allows), the same gateway build three times in one run: recording off, on, and on with a slow disk (the test-only --record-write-delay 2ms: at most ~500 lines/s, so the queue fills and entries are dropped)"
+    start_mock "/allow=allow"
+    start_nginx
+    { configuration ValidatingWebhookConfiguration loadtest
+      webhook name=allow.loadtest.example.com url="https://$MOCK/allow"; } > "$WORK/fleet.yaml"
+    start_gateway off "$WORK/fleet.yaml"
+    start_gateway on "$WORK/fleet.yaml" "" --record "$WORK/recording-on"
+    start_gateway slow "$WORK/fleet.yaml" "" --record "$WORK/recording-slow" --record-write-delay 2ms
+    local b
+    b=$(body 10k $PAD)
+    target direct "direct (mock /allow)" "https://$MOCK/allow" "$b" "" "$ALLOWED"
+    target nginx "nginx -> mock" "https://$NGINX/allow" "$b" "$NGINX_PIDS" "$ALLOWED"
+    target off "gateway, recording off" "https://${GW_ADDR[off]}/validate?timeout=10s" "$b" "${GW_PID[off]}" "$ALLOWED"
+    target on "gateway, recording on" "https://${GW_ADDR[on]}/validate?timeout=10s" "$b" "${GW_PID[on]}" "$ALLOWED"
+    target slow "gateway, recording, slow disk" "https://${GW_ADDR[slow]}/validate?timeout=10s" "$b" "${GW_PID[slow]}" "$ALLOWED"
+    measure
+    print_tables
+    echo
+    local name
+    for name in on slow; do
+        figure "recording $name/off: throughput" "$(ratio "$(get load "$name" rps)" "$(get load off rps)")×" "—" "(reference)"
+        figure "recording $name/off: p50 / p99, c=$CONNS" \
+            "$(ratio "$(get load "$name" p50)" "$(get load off p50)")× / $(ratio "$(get load "$name" p99)" "$(get load off p99)")×" "—" "(reference)"
+        figure "recording $name/off: p50 / p99, c=1" \
+            "$(ratio "$(get c1 "$name" p50)" "$(get c1 off p50)")× / $(ratio "$(get c1 "$name" p99)" "$(get c1 off p99)")×" "—" "(reference)"
+        figure "recording $name: CPU per review over off" "+$(minus "$(get load "$name" front_us)" "$(get load off front_us)") µs" "—" "(reference)"
+        figure "recording $name: written / dropped / failed" "$(recorded "$name" written) / $(recorded "$name" dropped) / $(recorded "$name" failed)" "—" "(reference)"
+    done
+    figure "answers not 200 allowed (off, on, slow)" "$(get load off other), $(get load on other), $(get load slow other)" "0" \
+        "$(verdict "$(($(get load off other) + $(get load on other) + $(get load slow other)))" le 0)"
+    echo "  recording directories after the run: on $(du -sh "$WORK/recording-on" | cut -f1) ($(find "$WORK/recording-on" -name 'reviews-*' | wc -l) files), slow $(du -sh "$WORK/recording-slow" | cut -f1)"
+    gateway_log_note on
+    gateway_log_note slow
+    result on nginx direct
 }
 
 # --- main -----------------------------------------------------------------------------------

@@ -45,8 +45,11 @@ pub struct ServeOptions {
     pub otlp_endpoint: Option<String>,
     /// How long in-flight reviews get to finish once the listeners stop accepting.
     pub in_flight_grace: std::time::Duration,
-    /// Record answered reviews (`serve --record`).
-    pub record: Option<crate::recording::Limits>,
+    /// Record answered reviews into this directory (`serve --record`), whatever the settings
+    /// say of the directory; their other `recording` fields apply.
+    pub record: Option<PathBuf>,
+    /// Test-only: the recording's writer sleeps this long before each line (a slow disk).
+    pub record_write_delay: Option<std::time::Duration>,
 }
 
 impl ServeOptions {
@@ -72,6 +75,7 @@ impl ServeOptions {
             otlp_endpoint: None,
             in_flight_grace: server::DEFAULT_IN_FLIGHT_GRACE,
             record: None,
+            record_write_delay: None,
         }
     }
 }
@@ -158,7 +162,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<Running> {
         draining: AtomicBool::new(false),
         traces,
         in_flight_grace: options.in_flight_grace,
-        recorder: options.record.clone().map(crate::recording::Recorder::start).transpose()?,
+        recording: crate::recording::Recording::new(options.record.clone(), options.record_write_delay)?,
     });
     let admin_listener = server::bind(options.metrics_listen).await?;
     let metrics_address = admin_listener.local_addr()?;
@@ -235,6 +239,9 @@ async fn serve_admission(
         namespaces = snapshot.namespaces.len(),
         "configuration loaded"
     );
+    // Recording as the settings say, before the first review; a directory that cannot be made
+    // refuses the start, as a configuration error would.
+    state.recording.apply(&snapshot.settings.recording)?;
     state.live.store(Arc::new(snapshot));
     let tls = match &options.tls {
         Some((cert, key)) => {
@@ -273,10 +280,20 @@ async fn serve_admission(
     running.servers.push(tokio::spawn(serving.finished()));
     let metrics = state.metrics.clone();
     let fleet = state.cluster.get().and_then(|c| c.fleet.clone());
+    let recording = state.clone();
     running.background.push(tokio::spawn(reload::watch(
         reload::Sources { inputs, texts, resources, clients, live: state.live.clone() },
         move |result| match result {
             Reloaded::Swapped => {
+                // The recording changes with the settings; a directory that cannot be made
+                // keeps it as it was, the reason on /readyz?verbose.
+                let settings = &recording.live.load().settings;
+                if let Err(error) = recording.recording.apply(&settings.recording) {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "recording: the new settings could not be applied"
+                    );
+                }
                 metrics.reload_successes.fetch_add(1, Ordering::Relaxed);
             }
             Reloaded::Refused(error) => {

@@ -132,12 +132,17 @@ pub(crate) struct ServeArgs {
     /// whatever is still running.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub(crate) in_flight_grace: String,
-    /// Record every answered review into DIR (created 0700): one JSON line each, the request
-    /// as received with a Secret's values replaced by a keyed hash, the answer and each
-    /// webhook's outcome; 64 MiB files, the oldest removed past 1 GiB (docs/operations.md,
-    /// "Recording reviews"). Never slows or fails a review.
+    /// Record answered reviews into DIR (created 0700): one JSON line each, the request as
+    /// received with a Secret's values replaced by a keyed hash, the answer and each webhook's
+    /// outcome; 64 MiB files, compressed once rotated, the oldest removed past 1 GiB
+    /// (docs/operations.md, "Recording reviews"). Wins over the GatewayConfig's
+    /// `recording.directory`; its other `recording` fields apply. Never slows or fails a review.
     #[arg(long, value_name = "DIR")]
     pub(crate) record: Option<PathBuf>,
+    /// Test-only: the recording's writer sleeps this long before each line, a slow disk for
+    /// tests and load scenarios (Go duration).
+    #[arg(long, value_name = "DURATION", hide = true)]
+    pub(crate) record_write_delay: Option<String>,
     /// Cluster mode: report the namespace cache stale (/readyz?verbose, /metrics) once its
     /// watch has been down this long (Go duration).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
@@ -356,7 +361,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     options.threads = args.threads.map_or_else(crate::lanes::default_threads, usize::from);
     options.otlp_endpoint = args.otlp_endpoint;
     options.in_flight_grace = in_flight_grace;
-    options.record = args.record.map(crate::recording::Limits::in_dir);
+    options.record = args.record;
+    options.record_write_delay = match &args.record_write_delay {
+        Some(delay) => Some(duration_flag("--record-write-delay", delay)?),
+        None => None,
+    };
     let running = app::start(options).await?;
     let watching = tokio::spawn(crate::alloc::watch(CONTROL_WORKERS, running.serving_runtimes().to_vec()));
     app::shutdown_signal().await;

@@ -64,8 +64,8 @@ pub(crate) struct State {
     pub(crate) traces: Option<Arc<crate::traces::Traces>>,
     /// How long in-flight requests get to finish once the listeners stop accepting.
     pub(crate) in_flight_grace: Duration,
-    /// Where answered reviews are recorded, with `--record`.
-    pub(crate) recorder: Option<crate::recording::Recorder>,
+    /// Where answered reviews are recorded (`--record`, the settings' `recording`), if at all.
+    pub(crate) recording: crate::recording::Recording,
 }
 
 /// Accepts connections (within `limits`) until `shutdown` turns true, then drains in-flight

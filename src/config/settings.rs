@@ -30,8 +30,11 @@ use super::equivalence::CustomResource;
 use super::manifest::ObjectMeta;
 use super::Finding;
 use equivalent_resources::{equivalent_resources, EquivalentResource};
+pub(crate) use recording::{Filter, Recording, Sample};
+use recording::{RecordingSection, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES};
 
 mod equivalent_resources;
+mod recording;
 
 pub(crate) const API_VERSION: &str = "admission-gateway/v1alpha1";
 pub(crate) const KIND: &str = "GatewayConfig";
@@ -57,7 +60,7 @@ const MAX_SETTING_DURATION: Duration = Duration::from_secs(30);
 /// order their problems are reported. Each row is the field's name, how it is written, the
 /// values allowed, its default and where it goes; [`GatewayConfig::settings`] reads, checks and
 /// stores them all in one loop, and [`Settings::default`] is made of the defaults.
-const BOUNDED: [Bounded; 8] = [
+const BOUNDED: [Bounded; 10] = [
     Bounded {
         field: "deadlineMargin",
         unit: Unit::Duration,
@@ -139,6 +142,25 @@ const BOUNDED: [Bounded; 8] = [
         written: |config| config.max_patched_object_bytes.as_deref().map(Written::Text),
         store: |settings, value| settings.max_patched_object_bytes = value,
     },
+    // The recording's files (settings/recording.rs): a file holds at least a few large reviews.
+    Bounded {
+        field: "recording.maxFileBytes",
+        unit: Unit::Bytes,
+        range: (1 << 20)..=(1 << 30),
+        least_means: None,
+        default: DEFAULT_MAX_FILE_BYTES,
+        written: |config| config.recording.as_ref()?.max_file_bytes.as_deref().map(Written::Text),
+        store: |settings, value| settings.recording.max_file_bytes = value,
+    },
+    Bounded {
+        field: "recording.maxTotalBytes",
+        unit: Unit::Bytes,
+        range: (1 << 20)..=u64::MAX,
+        least_means: None,
+        default: DEFAULT_MAX_TOTAL_BYTES,
+        written: |config| config.recording.as_ref()?.max_total_bytes.as_deref().map(Written::Text),
+        store: |settings, value| settings.recording.max_total_bytes = value,
+    },
 ];
 
 /// How a bounded setting is written, and what its values count.
@@ -215,6 +237,9 @@ pub(crate) struct Settings {
     /// that makes it larger fails the request as an internal error, like a patch that does
     /// not apply (`pipeline/object.rs`).
     pub(crate) max_patched_object_bytes: u64,
+    /// What to record of the answered reviews, and where (`recording`; off without a
+    /// directory here or `serve --record`).
+    pub(crate) recording: Recording,
 }
 
 impl Default for Settings {
@@ -231,6 +256,7 @@ impl Default for Settings {
             max_reviews_in_flight: 0,
             max_request_bytes_in_flight: 0,
             max_patched_object_bytes: 0,
+            recording: Recording::default(),
         };
         for setting in &BOUNDED {
             (setting.store)(&mut settings, setting.default);
@@ -263,6 +289,7 @@ pub(crate) struct GatewayConfig {
     max_reviews_in_flight: Option<i64>,
     max_request_bytes_in_flight: Option<String>,
     max_patched_object_bytes: Option<String>,
+    recording: Option<RecordingSection>,
 }
 
 impl GatewayConfig {
@@ -282,6 +309,9 @@ impl GatewayConfig {
             }
         }
         settings.equivalent_resources = equivalent_resources(&self.equivalent_resources, &mut findings);
+        if let Some(section) = &self.recording {
+            section.read(&mut settings.recording, &mut findings);
+        }
         if findings.is_empty() {
             Ok(settings)
         } else {
@@ -373,7 +403,7 @@ fn parse_bytes(text: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn config(yaml: &str) -> GatewayConfig {
+    pub(super) fn config(yaml: &str) -> GatewayConfig {
         let text = format!("apiVersion: {API_VERSION}\nkind: {KIND}\n{yaml}");
         serde_norway::from_str(&text).unwrap()
     }
@@ -441,7 +471,7 @@ mod tests {
         type Read = fn(&Settings) -> u128;
         const S: u128 = 1_000_000_000;
         #[rustfmt::skip]
-        let rows: [Row; 8] = [
+        let rows: [Row; 10] = [
             ("deadlineMargin", [("0s", 0), ("30s", 30 * S)],
              &[("'-1ns'", r#""-1ns": must not be negative"#), ("30.000000001s", r#""30.000000001s": must be at most 30s"#)],
              |s| s.deadline_margin.as_nanos()),
@@ -468,15 +498,27 @@ mod tests {
              &[("1023Ki", r#""1023Ki": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#),
                ("'1073741825'", r#""1073741825": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#)],
              |s| u128::from(s.max_patched_object_bytes)),
+            ("recording.maxFileBytes", [("1Mi", 1 << 20), ("1Gi", 1 << 30)],
+             &[("1023Ki", r#""1023Ki": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#),
+               ("'1073741825'", r#""1073741825": must be a byte count (a whole number, optionally with Ki, Mi or Gi) from 1Mi to 1Gi"#)],
+             |s| u128::from(s.recording.max_file_bytes)),
+            ("recording.maxTotalBytes", [("1Mi", 1 << 20), ("17179869183Gi", 17_179_869_183 << 30)],
+             &[("1023Ki", r#""1023Ki": must be a byte count (a whole number, optionally with Ki, Mi or Gi) of at least 1Mi"#)],
+             |s| u128::from(s.recording.max_total_bytes)),
         ];
+        // `recording.maxFileBytes: 1Mi` is written in its section.
+        let written = |field: &str, value: &str| match field.split_once('.') {
+            Some((section, field)) => format!("{section}:\n  {field}: {value}"),
+            None => format!("{field}: {value}"),
+        };
         for (field, ends, beyond, read) in rows {
             for (end, value) in ends {
-                let settings = config(&format!("{field}: {end}")).settings();
+                let settings = config(&written(field, end)).settings();
                 let settings = settings.unwrap_or_else(|findings| panic!("{field}: {end}: {findings:?}"));
                 assert_eq!(read(&settings), value, "{field}: {end} is stored in its place");
             }
             for (step, message) in beyond {
-                let findings = config(&format!("{field}: {step}")).settings().unwrap_err();
+                let findings = config(&written(field, step)).settings().unwrap_err();
                 assert_eq!(
                     findings,
                     [Finding::error(field, format!("Invalid value: {message}"))],
@@ -552,7 +594,9 @@ mod tests {
     }
 
     /// Loads `files` (name, text) through the real loader.
-    fn load(files: &[(&str, &str)]) -> Result<crate::config::Snapshot, crate::config::ConfigError> {
+    pub(super) fn load(
+        files: &[(&str, &str)],
+    ) -> Result<crate::config::Snapshot, crate::config::ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
             std::fs::write(dir.path().join(name), text).unwrap();
@@ -560,7 +604,7 @@ mod tests {
         crate::config::compile::load(&[dir.path().to_path_buf()], &crate::upstream::Clients::default(), 1)
     }
 
-    const GATEWAY: &str =
+    pub(super) const GATEWAY: &str =
         "apiVersion: admission-gateway/v1alpha1\nkind: GatewayConfig\nmetadata: {name: g}\n";
 
     #[test]

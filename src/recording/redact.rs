@@ -1,7 +1,9 @@
-//! What a recording must not hold readable: a Secret's `data` and `stringData` values. They
-//! are replaced by `hmac-sha256:` and the first 16 bytes of their keyed hash, in hex: equal
-//! values stay equal (a replay can still tell whether a webhook's patch changed one), none can
-//! be read or guessed without the key.
+//! What a recording must not hold readable: a Secret's `data` and `stringData` values, and the
+//! values at the settings' `redactPointers` (JSON pointers into the object) in any review.
+//! They are replaced by `hmac-sha256:` and the first 16 bytes of their keyed hash, in hex:
+//! equal values stay equal (a replay can still tell whether a webhook's patch changed one),
+//! none can be read or guessed without the key. A value at a pointer is hashed whole, whatever
+//! its type (an `env` list becomes one hash).
 
 use ring::hmac;
 use serde_json::Value;
@@ -14,17 +16,28 @@ const PATCH_ANNOTATION: &str = "patch.webhook.admission.k8s.io";
 
 pub(super) struct Redactor {
     key: hmac::Key,
+    /// JSON pointers into the object (checked when the settings were read).
+    pointers: Vec<String>,
 }
 
 impl Redactor {
-    pub(super) fn new(key: &[u8]) -> Self {
-        Redactor { key: hmac::Key::new(hmac::HMAC_SHA256, key) }
+    pub(super) fn new(key: &[u8], pointers: &[String]) -> Self {
+        Redactor { key: hmac::Key::new(hmac::HMAC_SHA256, key), pointers: pointers.to_vec() }
     }
 
-    /// Whether `review` (an AdmissionReview, any version) is about a Secret; if so, its object
-    /// and old object are redacted in place.
+    /// Redacts `review` (an AdmissionReview, any version) in place: the values at the pointers
+    /// in its object and old object, and a Secret's values. Returns whether it is a Secret's.
     pub(super) fn review(&self, review: &mut Value) -> bool {
         let Some(request) = review.get_mut("request") else { return false };
+        for field in ["object", "oldObject"] {
+            if let Some(object) = request.get_mut(field) {
+                for pointer in &self.pointers {
+                    if let Some(value) = object.pointer_mut(pointer) {
+                        self.value(value);
+                    }
+                }
+            }
+        }
         let kind = request.get("kind");
         let group = kind.and_then(|k| k.get("group")).and_then(Value::as_str).unwrap_or_default();
         let secret =
@@ -48,9 +61,16 @@ impl Redactor {
         }
     }
 
-    /// The values a JSON Patch writes under a Secret's `data` or `stringData`.
-    pub(super) fn patch(&self, patch: &mut Value) {
+    /// The values a JSON Patch writes at or under a pointer, or, with `secret`, under a
+    /// Secret's `data` or `stringData`.
+    pub(super) fn patch(&self, patch: &mut Value, secret: bool) {
         let Value::Array(operations) = patch else { return };
+        for operation in operations.iter_mut() {
+            self.at_pointers(operation);
+        }
+        if !secret {
+            return;
+        }
         for operation in operations {
             let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
             let under = |field: &str| {
@@ -76,15 +96,42 @@ impl Redactor {
         }
     }
 
-    /// Audit annotations of a Secret's review: a patch annotation's patch redacted (the whole
-    /// value hashed if it does not read as one).
-    pub(super) fn annotations(&self, annotations: &mut std::collections::BTreeMap<String, String>) {
+    /// One patch operation writing at a pointer (or under it: its value hashed whole) or
+    /// above one (the pointer's part of its value hashed).
+    fn at_pointers(&self, operation: &mut Value) {
+        let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let Some(value) = operation.get_mut("value") else { return };
+        for pointer in &self.pointers {
+            if path == *pointer
+                || path.strip_prefix(pointer.as_str()).is_some_and(|rest| rest.starts_with('/'))
+            {
+                self.value(value);
+                return;
+            }
+            let below =
+                pointer.strip_prefix(path.as_str()).filter(|rest| path.is_empty() || rest.starts_with('/'));
+            if let Some(inner) = below.and_then(|rest| value.pointer_mut(rest)) {
+                self.value(inner);
+            }
+        }
+    }
+
+    /// The audit annotations that hold a patch, of a Secret's review or with pointers set: the
+    /// patch redacted (the whole value hashed if it does not read as one).
+    pub(super) fn annotations(
+        &self,
+        annotations: &mut std::collections::BTreeMap<String, String>,
+        secret: bool,
+    ) {
+        if !secret && self.pointers.is_empty() {
+            return;
+        }
         for (key, value) in annotations.iter_mut() {
             if !key.starts_with(PATCH_ANNOTATION) {
                 continue;
             }
             let redacted = serde_json::from_str::<Value>(value).ok().and_then(|mut annotation| {
-                self.patch(annotation.get_mut("patch")?);
+                self.patch(annotation.get_mut("patch")?, secret);
                 serde_json::to_string(&annotation).ok()
             });
             *value = redacted.unwrap_or_else(|| self.hash(value.as_bytes()));
@@ -123,7 +170,7 @@ mod tests {
 
     #[test]
     fn a_secrets_values_are_unreadable_and_equal_values_stay_equal() {
-        let redactor = Redactor::new(b"key");
+        let redactor = Redactor::new(b"key", &[]);
         let mut review = secret_review(json!({"password": "aHVudGVyMg==", "same": "aHVudGVyMg=="}));
         assert!(redactor.review(&mut review));
         let text = review.to_string();
@@ -134,7 +181,7 @@ mod tests {
         assert!(data["password"].as_str().unwrap().starts_with("hmac-sha256:"));
         // Another key, another hash.
         let mut again = secret_review(json!({"password": "aHVudGVyMg=="}));
-        Redactor::new(b"other").review(&mut again);
+        Redactor::new(b"other", &[]).review(&mut again);
         assert_ne!(again["request"]["object"]["data"]["password"], data["password"]);
         // Names and metadata stay.
         assert_eq!(review["request"]["object"]["metadata"]["name"], "s");
@@ -142,7 +189,7 @@ mod tests {
 
     #[test]
     fn other_kinds_are_kept_as_they_are() {
-        let redactor = Redactor::new(b"key");
+        let redactor = Redactor::new(b"key", &[]);
         let mut review = secret_review(json!({"a": "b"}));
         review["request"]["kind"]["kind"] = json!("ConfigMap");
         let before = review.clone();
@@ -155,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_patch_writing_a_secrets_values_is_redacted() {
-        let redactor = Redactor::new(b"key");
+        let redactor = Redactor::new(b"key", &[]);
         let mut patch = json!([
             {"op": "add", "path": "/data/token", "value": "c2VjcmV0"},
             {"op": "add", "path": "/stringData", "value": {"k": "plain"}},
@@ -163,7 +210,7 @@ mod tests {
             {"op": "add", "path": "/metadata/labels/team", "value": "platform"},
             {"op": "add", "path": "/dataset", "value": "kept"},
         ]);
-        redactor.patch(&mut patch);
+        redactor.patch(&mut patch, true);
         let text = patch.to_string();
         for secret in ["c2VjcmV0", "plain", "eHh4"] {
             assert!(!text.contains(secret), "{secret} in {text}");
@@ -182,8 +229,58 @@ mod tests {
             ),
             ("mutation.webhook.admission.k8s.io/round_0_index_0".to_owned(), "{\"mutated\":true}".to_owned()),
         ]);
-        redactor.annotations(&mut annotations);
+        redactor.annotations(&mut annotations, true);
         let text = format!("{annotations:?}");
         assert!(!text.contains("c2VjcmV0") && text.contains("mutated"), "{text}");
+    }
+
+    /// The values at the pointers are hashed in any review, in the object, the old object and
+    /// every patch operation writing at, under or above them; equal values stay equal.
+    #[test]
+    fn values_at_the_pointers_are_unreadable_in_objects_and_patches() {
+        let pointers = ["/spec/containers/0/env".to_owned(), "/metadata/annotations/team~1token".to_owned()];
+        let redactor = Redactor::new(b"key", &pointers);
+        let pod = |env: &str| {
+            json!({"metadata": {"name": "p", "annotations": {"team/token": "t0ken", "other": "kept"}},
+                   "spec": {"containers": [{"name": "c", "env": [{"name": "PASSWORD", "value": env}]}]}})
+        };
+        let mut review = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "object": pod("hunter2"), "oldObject": pod("hunter2")}});
+        assert!(!redactor.review(&mut review), "not a Secret");
+        let text = review.to_string();
+        assert!(!text.contains("hunter2") && !text.contains("t0ken"), "{text}");
+        let request = &review["request"];
+        assert!(request["object"]["spec"]["containers"][0]["env"]
+            .as_str()
+            .unwrap()
+            .starts_with("hmac-sha256:"));
+        assert_eq!(
+            request["object"]["spec"]["containers"][0]["env"],
+            request["oldObject"]["spec"]["containers"][0]["env"]
+        );
+        assert_eq!(request["object"]["spec"]["containers"][0]["name"], "c");
+        assert_eq!(request["object"]["metadata"]["annotations"]["other"], "kept");
+
+        let mut patch = json!([
+            {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "TOKEN", "value": "under"}},
+            {"op": "replace", "path": "/spec/containers/0/env", "value": [{"name": "A", "value": "at"}]},
+            {"op": "add", "path": "/spec/containers", "value": [{"name": "c", "env": [{"value": "above"}]}]},
+            {"op": "replace", "path": "", "value": pod("whole")},
+            {"op": "add", "path": "/spec/containers/1/env", "value": "elsewhere"},
+        ]);
+        redactor.patch(&mut patch, false);
+        let text = patch.to_string();
+        for secret in ["under", "\"at\"", "above", "whole", "t0ken"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert_eq!(patch[2]["value"][0]["name"], "c", "only the pointer's part of a value above it");
+        assert_eq!(patch[4]["value"], "elsewhere", "another container's env is not at the pointer");
+        let mut annotations = std::collections::BTreeMap::from([(
+            "patch.webhook.admission.k8s.io/round_0_index_0".to_owned(),
+            json!({"patch": [{"op": "add", "path": "/spec/containers/0/env", "value": "in-annotation"}]})
+                .to_string(),
+        )]);
+        redactor.annotations(&mut annotations, false);
+        assert!(!format!("{annotations:?}").contains("in-annotation"), "{annotations:?}");
     }
 }

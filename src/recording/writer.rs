@@ -1,20 +1,24 @@
 //! The writer thread: each entry redacted, encoded as one line and appended to the current
-//! file; a new file when the next line would take the current one past `max_file_bytes`; when
-//! a file begins, the oldest removed while the others hold more than `max_total_bytes`. Files are `reviews-SECONDS-SEQUENCE.jsonl`, so their names
-//! sort as they were written.
+//! file; a new file when the next line would take the current one past `max_file_bytes` (the
+//! finished one handed to the compressor); when a file begins, the oldest removed while the
+//! others hold more than `max_total_bytes`. Files are `reviews-SECONDS-SEQUENCE.jsonl`
+//! (`.jsonl.gz` once compressed), so their names sort as they were written.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Receiver;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use serde_json::Value;
 
+use super::compress::{self, Compressor};
 use super::redact::Redactor;
-use super::{Entry, Limits, Status};
+use super::{Entry, Limits, Plan, Queued, Status};
 
 const KEY_FILE: &str = ".key";
 const KEY_BYTES: usize = 32;
@@ -49,12 +53,54 @@ pub(super) fn prepare(dir: &Path) -> anyhow::Result<Vec<u8>> {
     Ok(key)
 }
 
-/// Writes every entry until the server's recorder is dropped.
-pub(super) fn run(entries: Receiver<Entry>, limits: Limits, key: Vec<u8>, status: &Status) {
-    let redactor = Redactor::new(&key);
-    let mut files = Files { limits, current: None, sequence: 0 };
-    for entry in entries {
-        let written = encode(entry, &redactor).and_then(|line| files.append(&line));
+/// How long the queue may be empty before a recording turned off closes its file.
+const IDLE: Duration = Duration::from_millis(250);
+
+/// Writes every entry, each under the plan it was taken with, until the server's recording is
+/// dropped; `delay` (test-only) before each line.
+pub(super) fn run(entries: Receiver<Queued>, status: &Status, delay: Option<Duration>) {
+    let compressor = Compressor::start();
+    let mut writing: Option<Writing> = None;
+    loop {
+        let Queued { plan, entry, secret } = match entries.recv_timeout(IDLE) {
+            Ok(queued) => queued,
+            Err(RecvTimeoutError::Timeout) => {
+                if !status.on.load(Ordering::Relaxed) {
+                    if let Some(writing) = writing.take() {
+                        writing.files.close(&compressor);
+                    }
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        // Another plan: the same directory keeps its file under the new bounds; another one
+        // closes it and begins there.
+        let current = writing.take_if(|writing| !Arc::ptr_eq(&writing.plan, &plan));
+        if let Some(mut previous) = current {
+            if previous.plan.limits.dir == plan.limits.dir && previous.plan.key == plan.key {
+                previous.files.limits = plan.limits.clone();
+                writing = Some(Writing {
+                    redactor: Redactor::new(&plan.key, &plan.redact_pointers),
+                    plan: plan.clone(),
+                    files: previous.files,
+                });
+            } else {
+                previous.files.close(&compressor);
+            }
+        }
+        let writing = writing.get_or_insert_with(|| Writing {
+            redactor: Redactor::new(&plan.key, &plan.redact_pointers),
+            files: Files::open(plan.limits.clone(), &compressor),
+            plan: plan.clone(),
+        });
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
+        // Only a review with something to redact or leave out is parsed (`encode`).
+        let parse = secret || plan.drop_user_info || !plan.redact_pointers.is_empty();
+        let written = encode(entry, &writing.redactor, plan.drop_user_info, parse)
+            .and_then(|line| writing.files.append(&line, &compressor));
         match written {
             Ok(()) => status.wrote(),
             Err(error) => status.failed(format!("{error:#}")),
@@ -62,30 +108,70 @@ pub(super) fn run(entries: Receiver<Entry>, limits: Limits, key: Vec<u8>, status
     }
 }
 
-/// One entry as one line of JSON, redacted. A request that does not read again as JSON (it
-/// was read once to be answered) fails the entry, counted, rather than being written as null.
-fn encode(entry: Entry, redactor: &Redactor) -> anyhow::Result<Vec<u8>> {
+/// The plan being written and its files.
+struct Writing {
+    plan: Arc<Plan>,
+    redactor: Redactor,
+    files: Files,
+}
+
+/// One entry as one line of JSON, redacted. With `parse`, the request is read into a tree,
+/// redacted and written again; without (nothing to redact or leave out), it is written as
+/// received, unless it spans lines. A request that does not read again as JSON (it was read
+/// once to be answered) fails the entry, counted, rather than being written as null.
+fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) -> anyhow::Result<Vec<u8>> {
     let Entry { time, endpoint, request, mut answer, webhooks } = entry;
-    let mut review: Value =
-        serde_json::from_slice(&request).context("the review could not be read again for its redaction")?;
-    answer.patch = answer.patch_text.take().and_then(|text| serde_json::from_slice(&text).ok());
-    if redactor.review(&mut review) {
-        if let Some(patch) = &mut answer.patch {
-            redactor.patch(patch);
+    const UNREADABLE: &str = "the review could not be read again for its redaction";
+    let as_received = !parse && !request.iter().any(|byte| matches!(byte, b'\n' | b'\r'));
+    let (review, secret) = if as_received {
+        (Request::AsReceived(serde_json::from_slice(&request).context(UNREADABLE)?), false)
+    } else {
+        let mut review: Value = serde_json::from_slice(&request).context(UNREADABLE)?;
+        // Whether it is a Secret's is read again from the review itself, whatever the request
+        // path said.
+        let secret = redactor.review(&mut review);
+        if drop_user_info {
+            if let Some(Value::Object(request)) = review.get_mut("request") {
+                request.remove("userInfo");
+            }
         }
-        redactor.annotations(&mut answer.audit_annotations);
+        (Request::Parsed(review), secret)
+    };
+    answer.patch = answer.patch_text.take().and_then(|text| serde_json::from_slice(&text).ok());
+    if let Some(patch) = &mut answer.patch {
+        redactor.patch(patch, secret);
     }
+    redactor.annotations(&mut answer.audit_annotations, secret);
     let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let line = serde_json::json!({
-        "time": crate::upstream::x509::rfc3339(seconds as i64),
-        "endpoint": endpoint,
-        "request": review,
-        "answer": answer,
-        "webhooks": webhooks,
-    });
+    // The fields in the order a JSON object of them has always been written (sorted).
+    let line = Line {
+        answer: serde_json::to_value(&answer).context("the record could not be encoded")?,
+        endpoint,
+        request: review,
+        time: crate::upstream::x509::rfc3339(seconds as i64),
+        webhooks: serde_json::to_value(&webhooks).context("the record could not be encoded")?,
+    };
     let mut line = serde_json::to_vec(&line).context("the record could not be encoded")?;
     line.push(b'\n');
     Ok(line)
+}
+
+/// One recorded review, as written.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    answer: Value,
+    endpoint: &'static str,
+    request: Request<'a>,
+    time: String,
+    webhooks: Value,
+}
+
+/// The request as received, or read and redacted.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Request<'a> {
+    AsReceived(&'a serde_json::value::RawValue),
+    Parsed(Value),
 }
 
 /// The files of one recording directory.
@@ -114,12 +200,29 @@ impl Current {
 }
 
 impl Files {
-    fn append(&mut self, line: &[u8]) -> anyhow::Result<()> {
+    /// The files of `limits.dir`, numbered on from the last one there; what a crash left is
+    /// mended (`compress::recover`) and the plain files left finished are compressed.
+    fn open(limits: Limits, compressor: &Compressor) -> Self {
+        let mut sequence = 0;
+        if let Ok(files) = recordings(&limits.dir) {
+            sequence = files.iter().filter_map(|(path, _)| sequence_of(path)).max().unwrap_or(0);
+        }
+        for left in compress::recover(&limits.dir) {
+            compressor.compress(left, &limits);
+        }
+        Files { limits, current: None, sequence }
+    }
+
+    fn append(&mut self, line: &[u8], compressor: &Compressor) -> anyhow::Result<()> {
         // A line never splits: a file is full when the next line would take it past its bound.
         let bound = self.limits.max_file_bytes;
         let full = |current: &Current| current.size > 0 && current.size + line.len() as u64 > bound;
         if self.current.as_ref().is_none_or(|current| full(current) || !current.still_there()) {
-            self.current = None;
+            if let Some(finished) = self.current.take() {
+                if finished.still_there() {
+                    compressor.compress(finished.path, &self.limits);
+                }
+            }
             self.current = Some(self.begin()?);
             self.trim()?;
         }
@@ -133,51 +236,84 @@ impl Files {
         Ok(())
     }
 
+    /// Closes the current file and hands it to the compressor.
+    fn close(mut self, compressor: &Compressor) {
+        if let Some(finished) = self.current.take() {
+            if finished.still_there() {
+                compressor.compress(finished.path, &self.limits);
+            }
+        }
+    }
+
     /// A new file, named after the time and a sequence number.
     fn begin(&mut self) -> anyhow::Result<Current> {
         let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.sequence += 1;
-        let path = self.limits.dir.join(format!("reviews-{seconds:012}-{:06}.jsonl", self.sequence));
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let inode = file.metadata().with_context(|| format!("cannot read {}", path.display()))?.ino();
-        Ok(Current { file, size: 0, path, inode })
+        loop {
+            self.sequence += 1;
+            let path = self.limits.dir.join(format!("reviews-{seconds:012}-{:06}.jsonl", self.sequence));
+            let file = match OpenOptions::new().append(true).create_new(true).mode(0o600).open(&path) {
+                Ok(file) => file,
+                // A file of that name (a second in which files were begun before): the next one.
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(error) => return Err(error).with_context(|| format!("cannot create {}", path.display())),
+            };
+            let inode = file.metadata().with_context(|| format!("cannot read {}", path.display()))?.ino();
+            return Ok(Current { file, size: 0, path, inode });
+        }
     }
 
-    /// Removes the oldest files while all of them hold more than `max_total_bytes`; never the
-    /// one being written, so the directory holds at most that plus the current file.
     fn trim(&self) -> anyhow::Result<()> {
-        let mut files = recordings(&self.limits.dir)?;
-        let mut total: u64 = files.iter().map(|(_, size)| size).sum();
-        files.pop(); // the newest: the one just begun
-        for (path, size) in files {
-            if total <= self.limits.max_total_bytes {
-                break;
-            }
-            fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-            total -= size;
-        }
-        Ok(())
+        trim(&self.limits)
     }
 }
 
-/// The recording files in `dir`, oldest first, with their sizes.
+/// Removes the oldest files while all of them (compressed ones by their compressed size) hold
+/// more than `max_total_bytes`; never the newest, the one being written, so the directory holds
+/// at most that plus the current file. A file already gone (the compressor trims too) is fine.
+pub(super) fn trim(limits: &Limits) -> anyhow::Result<()> {
+    let mut files = recordings(&limits.dir)?;
+    let mut total: u64 = files.iter().map(|(_, size)| size).sum();
+    files.pop(); // the newest: the one just begun
+    for (path, size) in files {
+        if total <= limits.max_total_bytes {
+            break;
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error).with_context(|| format!("cannot remove {}", path.display())),
+        }
+        total -= size;
+    }
+    Ok(())
+}
+
+/// The recording files in `dir`, plain (`.jsonl`) and compressed (`.jsonl.gz`), oldest first,
+/// with their sizes on disk.
 pub(crate) fn recordings(dir: &Path) -> anyhow::Result<Vec<(PathBuf, u64)>> {
     let mut files = Vec::new();
     for item in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let item = item?;
         let name = item.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with("reviews-") && name.ends_with(".jsonl") {
-            files.push((item.path(), item.metadata()?.len()));
+        if name.starts_with("reviews-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")) {
+            match item.metadata() {
+                Ok(metadata) => files.push((item.path(), metadata.len())),
+                // Removed or compressed since listed.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error.into()),
+            }
         }
     }
     files.sort();
     Ok(files)
+}
+
+/// `reviews-SECONDS-SEQUENCE.jsonl[.gz]`'s sequence.
+fn sequence_of(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".gz").unwrap_or(name).strip_suffix(".jsonl")?;
+    stem.rsplit('-').next()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -193,7 +329,7 @@ mod tests {
         let mut files = Files { limits, current: None, sequence: 0 };
         let line = [b'x'; 49];
         for _ in 0..20 {
-            files.append(&line).unwrap();
+            files.append(&line, &Compressor::none()).unwrap();
         }
         let kept = recordings(dir.path()).unwrap();
         // 20 lines of 49 bytes, two to a file: 10 files begun, the oldest removed until the
@@ -206,6 +342,95 @@ mod tests {
         for (path, _) in &kept {
             assert_eq!(fs::metadata(path).unwrap().permissions().mode() & 0o777, 0o600, "{path:?}");
         }
+    }
+
+    /// Rotated files are compressed off the writer, each to exactly the lines written into
+    /// it, and the total bound counts them by their compressed size: 3 KiB of plain lines fit
+    /// a 1 KiB bound once compressed. Without the compression, the oldest files went.
+    #[test]
+    fn rotated_files_are_compressed_and_counted_compressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits { dir: dir.path().to_path_buf(), max_file_bytes: 500, max_total_bytes: 1024 };
+        let compressor = Compressor::start();
+        let mut files = Files::open(limits, &compressor);
+        let written: Vec<String> =
+            (0..60).map(|i| format!("{{\"line\":{i:02},\"padding\":\"{}\"}}\n", "a".repeat(20))).collect();
+        // Only the file being written is plain, once the compressor has caught up.
+        let caught_up = || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let kept = recordings(dir.path()).unwrap();
+                let plain =
+                    kept.iter().filter(|(path, _)| path.extension().is_some_and(|e| e == "jsonl")).count();
+                if plain <= 1 || std::time::Instant::now() > deadline {
+                    return kept;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        for line in &written {
+            files.append(line.as_bytes(), &compressor).unwrap();
+            caught_up();
+        }
+        let kept = caught_up();
+        let names: Vec<String> =
+            kept.iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.len(), 6, "every file kept: {names:?}");
+        assert!(
+            names[..5].iter().all(|n| n.ends_with(".jsonl.gz")) && names[5].ends_with(".jsonl"),
+            "{names:?}"
+        );
+        let mut read = String::new();
+        for (path, _) in &kept {
+            let file = fs::File::open(path).unwrap();
+            if path.extension().is_some_and(|e| e == "gz") {
+                std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut read).unwrap();
+            } else {
+                std::io::Read::read_to_string(&mut std::io::BufReader::new(file), &mut read).unwrap();
+            }
+            assert_eq!(fs::metadata(path).unwrap().permissions().mode() & 0o777, 0o600, "{path:?}");
+        }
+        assert_eq!(read, written.concat(), "exactly the lines written, in order");
+    }
+
+    /// With nothing to redact, the request is written as received, byte for byte, and the
+    /// line reads as the parsed one does; a request spanning lines is parsed, so that a line
+    /// stays one line.
+    #[test]
+    fn a_request_with_nothing_to_redact_is_written_as_received() {
+        let entry = |request: &'static [u8]| Entry {
+            time: SystemTime::UNIX_EPOCH,
+            endpoint: "validate",
+            request: bytes::Bytes::from_static(request),
+            answer: super::super::Answer {
+                allowed: true,
+                code: 200,
+                message: None,
+                warnings: vec!["w".into()],
+                audit_annotations: Default::default(),
+                patch: None,
+                patch_text: None,
+            },
+            webhooks: Vec::new(),
+        };
+        let redactor = Redactor::new(b"key", &[]);
+        let received = br#"{"request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"}},"apiVersion":"admission.k8s.io/v1"}"#;
+        let raw = encode(entry(received), &redactor, false, false).unwrap();
+        let text = String::from_utf8(raw.clone()).unwrap();
+        assert!(text.contains(std::str::from_utf8(received).unwrap()), "{text}");
+        let parsed = encode(entry(received), &redactor, false, true).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&raw).unwrap(),
+            serde_json::from_slice::<Value>(&parsed).unwrap()
+        );
+        assert!(
+            text.starts_with(
+                r#"{"answer":{"allowed":true,"code":200,"warnings":["w"]},"endpoint":"validate","request":"#
+            ),
+            "{text}"
+        );
+        let spanning = encode(entry(b"{\"request\":\n{\"uid\":\"u\"}}"), &redactor, false, false).unwrap();
+        assert_eq!(spanning.iter().filter(|byte| **byte == b'\n').count(), 1, "one line");
     }
 
     /// A request that does not read as JSON is not written as a record of nothing.
@@ -226,12 +451,19 @@ mod tests {
             },
             webhooks: Vec::new(),
         };
-        let redactor = Redactor::new(b"key");
-        let error = encode(entry(b"{not json"), &redactor).unwrap_err().to_string();
-        assert!(error.contains("could not be read again"), "{error}");
-        let line = encode(entry(br#"{"request":{"uid":"u"}}"#), &redactor).unwrap();
+        let redactor = Redactor::new(b"key", &[]);
+        for parse in [false, true] {
+            let error = encode(entry(b"{not json"), &redactor, false, parse).unwrap_err().to_string();
+            assert!(error.contains("could not be read again"), "{error}");
+        }
+        let request = br#"{"request":{"uid":"u","userInfo":{"username":"alice"}}}"#;
+        let line = encode(entry(request), &redactor, false, true).unwrap();
         let record: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(record["request"]["request"]["uid"], "u");
+        assert_eq!(record["request"]["request"]["userInfo"]["username"], "alice", "kept by default");
+        let dropped: Value =
+            serde_json::from_slice(&encode(entry(request), &redactor, true, true).unwrap()).unwrap();
+        assert_eq!(dropped["request"]["request"].get("userInfo"), None, "dropUserInfo");
         assert_eq!(record["answer"]["patch"][0]["path"], "/a");
         assert_eq!(line.last(), Some(&b'\n'));
     }

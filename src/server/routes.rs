@@ -123,8 +123,8 @@ async fn review(state: &State, endpoint: Endpoint, request: Request<Incoming>) -
             return reject(state, endpoint, StatusCode::BAD_REQUEST, error.reason(), &error.to_string(), span)
         }
     };
-    // Kept for the recording only: the same bytes, not a copy.
-    let received_body = state.recorder.as_ref().map(|_| body.clone());
+    // Kept for the recording only, if it takes this review: the same bytes, not a copy.
+    let recorded = state.recording.take(&review.request).map(|taken| (taken, body.clone()));
     drop(body);
     let abandoned = Abandoned::armed();
     let budget = Budget::new(received, timeout, &snapshot.settings);
@@ -151,8 +151,8 @@ async fn review(state: &State, endpoint: Endpoint, request: Request<Incoming>) -
     }
     // Its metrics and its one log line (`pipeline/observe.rs`).
     observe::answered(&outcome, &review, endpoint, received.elapsed());
-    if let (Some(recorder), Some(body)) = (&state.recorder, received_body) {
-        recorder.offer(observe::recorded(&outcome, endpoint, body));
+    if let Some((taken, body)) = recorded {
+        taken.offer(observe::recorded(&outcome, endpoint, body));
     }
     abandoned.answered();
     let body = encode::answer(review.version, &request.uid, answer);
@@ -181,8 +181,8 @@ fn readiness(state: &State, query: Option<&str>) -> Response<Full<Bytes>> {
     // Informational: an ejected webhook is the fleet's problem, not a reason to take this
     // replica out of the Service.
     checks.push(("webhooks", true, ejected_webhooks(&state.live.load())));
-    if let Some(recorder) = &state.recorder {
-        checks.push(("recording", true, recorder.check()));
+    if let Some(recording) = state.recording.check() {
+        checks.push(("recording", true, recording));
     }
     let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let verbose =

@@ -24,18 +24,49 @@ async fn get(address: &str, path: &str) -> String {
     send(&http_client(), request).await.expect("the binary answers").1
 }
 
-/// Every line of every recording file in `dir`, in the order written.
+/// Every line of every recording file in `dir`, in the order written, compressed files
+/// (`.jsonl.gz`) read through gzip.
 fn recorded(dir: &std::path::Path) -> Vec<String> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
+    let Ok(items) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<_> = items
         .map(|item| item.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|path| {
+            let name = path.to_string_lossy();
+            name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")
+        })
         .collect();
     files.sort();
-    files
-        .iter()
-        .flat_map(|file| std::fs::read_to_string(file).unwrap().lines().map(String::from).collect::<Vec<_>>())
-        .collect()
+    let mut lines = Vec::new();
+    for file in files {
+        let mut text = String::new();
+        let Ok(opened) = std::fs::File::open(&file) else { continue }; // compressed meanwhile
+        if file.extension().is_some_and(|e| e == "gz") {
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(opened), &mut text).unwrap();
+        } else {
+            std::io::Read::read_to_string(&mut std::io::BufReader::new(opened), &mut text).unwrap();
+        }
+        lines.extend(text.lines().map(String::from));
+    }
+    lines
+}
+
+/// The value of the metric line starting with `series`, if shown.
+async fn metric(metrics_address: &str, series: &str) -> Option<u64> {
+    let metrics = get(metrics_address, "/metrics").await;
+    metrics.lines().find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// The binary serving `fleet` from `dir` with `extra` arguments: its admission and metrics
+/// addresses.
+async fn serve(dir: &std::path::Path, fleet: &Fleet, extra: &[&str]) -> (Served, String, String) {
+    let served = Served::serve(dir, fleet, extra);
+    let serving = served
+        .next_line(|line| (line["fields"]["message"] == "serving").then_some(()))
+        .await
+        .expect("serving within 10 s");
+    let field = |name: &str| serving["fields"][name].as_str().unwrap().to_owned();
+    let (address, metrics_address) = (field("address"), field("metrics_address"));
+    (served, address, metrics_address)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,4 +198,155 @@ async fn a_recording_directory_that_cannot_be_made_refuses_the_start() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot create the recording directory"), "{stderr}");
+}
+
+/// The `recording` section is hot-reloaded through the real binary: on into one directory,
+/// moved to another with a filter, pointers and `dropUserInfo`, then off; each change served
+/// once the reload is counted, without a restart, and nothing recorded before it lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recording_section_is_reloaded_on_moved_and_off() {
+    let allow = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    let fleet = |recording: Value| {
+        let fleet = Fleet::of([validating(
+            "pods",
+            [webhook("allow.rec.example.com", &allow).rule(&["CREATE"], &["pods", "secrets"])],
+        )]);
+        if recording.is_null() {
+            fleet
+        } else {
+            fleet.settings(json!({"recording": recording}))
+        }
+    };
+    let (_served, address, metrics_address) =
+        serve(dir.path(), &fleet(json!({"directory": first})), &[]).await;
+    let reloads = r#"admission_gateway_config_reloads_total{result="success"}"#;
+    let reconfigure = |recording: Value| {
+        crate::support::binary::write(dir.path(), "fleet.yaml", &fleet(recording).yaml());
+    };
+    let reloaded = |count: u64| {
+        let metrics_address = metrics_address.clone();
+        async move {
+            eventually(Duration::from_secs(10), || async {
+                metric(&metrics_address, reloads).await == Some(count)
+            })
+            .await
+        }
+    };
+    let pod = fixtures::review(POD_CREATE);
+    let secret = fixtures::review(SECRET_CREATE);
+
+    post(&address, "/validate", &pod).await;
+    post(&address, "/validate", &pod).await;
+    assert!(eventually(Duration::from_secs(10), || async { recorded(&first).len() == 2 }).await);
+
+    // Moved, with a filter taking pods only, the image hashed and no userInfo.
+    reconfigure(json!({
+        "directory": second, "resources": ["pods"],
+        "redactPointers": ["/spec/containers/0/image"], "dropUserInfo": true,
+    }));
+    assert!(reloaded(1).await, "the reload is counted within 10 s");
+    post(&address, "/validate", &pod).await;
+    post(&address, "/validate", &secret).await;
+    post(&address, "/validate", &pod).await;
+    assert!(eventually(Duration::from_secs(10), || async { recorded(&second).len() == 2 }).await);
+    let lines = recorded(&second);
+    let records: Vec<Value> = lines.iter().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let image = pod["request"]["object"]["spec"]["containers"][0]["image"].as_str().unwrap().to_owned();
+    for record in &records {
+        let request = &record["request"]["request"];
+        assert_eq!(request["kind"]["kind"], "Pod", "the Secret is filtered out");
+        assert_eq!(request.get("userInfo"), None);
+        let recorded_image = request["object"]["spec"]["containers"][0]["image"].as_str().unwrap();
+        assert!(recorded_image.starts_with("hmac-sha256:"), "{recorded_image}");
+    }
+    assert!(!lines.join("\n").contains(&image), "the value at the pointer is not in the file");
+    assert_eq!(recorded(&first).len(), 2, "the first directory keeps what it was given");
+    assert_eq!(
+        metric(&metrics_address, r#"admission_gateway_recorded_reviews_total{result="skipped"}"#).await,
+        Some(1)
+    );
+
+    // Off: nothing more is taken, and the last file is closed and compressed.
+    reconfigure(Value::Null);
+    assert!(reloaded(2).await);
+    post(&address, "/validate", &pod).await;
+    let compressed = || {
+        std::fs::read_dir(&second).unwrap().all(|item| {
+            let name = item.unwrap().file_name().into_string().unwrap();
+            name == ".key" || name.ends_with(".jsonl.gz")
+        })
+    };
+    assert!(eventually(Duration::from_secs(10), || async { compressed() }).await, "compressed once off");
+    assert_eq!(recorded(&second).len(), 2);
+    let readiness = get(&metrics_address, "/readyz?verbose").await;
+    assert!(readiness.contains("[+]recording off (4 written)"), "{readiness}");
+    let metrics = get(&metrics_address, "/metrics").await;
+    assert!(metrics.contains("admission_gateway_recorded_reviews_total{result=\"dropped\"} 0"), "{metrics}");
+}
+
+/// A disk slower than the reviews (the test-only `--record-write-delay`: no small or slow
+/// filesystem can be made without root) fills the queue: the entries beyond it are dropped and
+/// counted, and every review is answered as if nothing were recorded. Latency is measured by
+/// the load scenario `recording-slow-disk` (loadtest/README.md), not here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_disk_drops_entries_counted_and_never_a_review() {
+    let allow = MockWebhook::allowing().spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("recording").to_string_lossy().into_owned();
+    let fleet = Fleet::of([validating(
+        "pods",
+        [webhook("allow.rec.example.com", &allow).rule(&["CREATE"], &["pods"])],
+    )]);
+    let (_served, address, metrics_address) =
+        serve(dir.path(), &fleet, &["--record", &record, "--record-write-delay", "1s"]).await;
+    // More reviews than the queue holds (4096), sixteen at a time, each with the API
+    // server's deadline.
+    const REVIEWS: usize = 4300;
+    let body = bytes::Bytes::from(fixtures::review(POD_CREATE).to_string());
+    let client = http_client();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut senders = Vec::new();
+    for sender in 0..16 {
+        let (client, body, address, answered) =
+            (client.clone(), body.clone(), address.clone(), answered.clone());
+        senders.push(tokio::spawn(async move {
+            for _ in (sender..REVIEWS).step_by(16) {
+                let request = http::Request::post(format!("http://{address}/validate?timeout=10s"))
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(body.clone()))
+                    .unwrap();
+                let (status, text) = send(&client, request).await.expect("the binary answers");
+                assert_eq!(status, 200, "{text}");
+                let answer: Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(answer["response"]["allowed"], true, "{text}");
+                answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    }
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    assert_eq!(answered.load(std::sync::atomic::Ordering::Relaxed), REVIEWS, "every review answered");
+    let count = |result: &'static str| {
+        let metrics_address = metrics_address.clone();
+        async move {
+            metric(
+                &metrics_address,
+                &format!("admission_gateway_recorded_reviews_total{{result=\"{result}\"}}"),
+            )
+            .await
+            .unwrap_or(0)
+        }
+    };
+    let (dropped, written, failed) = (count("dropped").await, count("written").await, count("failed").await);
+    // At most the queue and the one being written are not dropped.
+    assert!(
+        dropped as usize >= REVIEWS - 4096 - 1 - written as usize,
+        "dropped {dropped}, written {written}"
+    );
+    assert_eq!(failed, 0);
+    let webhook_calls = allow.calls();
+    assert_eq!(webhook_calls, REVIEWS, "the fleet saw every review");
 }

@@ -118,13 +118,13 @@ fn check_kind(kind: &str) -> Option<&'static str> {
         .then_some("must consist of ASCII letters and digits, starting with a letter")
 }
 
-fn is_dns_label(text: &str) -> bool {
+pub(super) fn is_dns_label(text: &str) -> bool {
     text.len() <= 63
         && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && text.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
-fn is_dns_subdomain(text: &str) -> bool {
+pub(super) fn is_dns_subdomain(text: &str) -> bool {
     text.len() <= 253 && text.split('.').all(is_dns_label)
 }

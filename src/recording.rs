@@ -30,7 +30,7 @@
 //! none can be read. Files and the key are created 0600, the directory 0700.
 
 mod compress;
-mod redact;
+pub(crate) mod redact;
 mod writer;
 
 use std::path::PathBuf;

@@ -238,7 +238,7 @@ fn describe() {
     );
     describe_counter!(
         names::RECORDED,
-        "Reviews given to the recording (serve --record), by result: written, dropped (the writer behind), failed (not writable)."
+        "Reviews answered while recording (serve --record or the recording section), by result: written, dropped (the writer behind), failed (not writable), skipped (outside the sample or the filter)."
     );
     describe_counter!(
         names::PANICS,

@@ -14,6 +14,45 @@ const SECRET_FIELDS: [&str; 2] = ["data", "stringData"];
 /// key (`…/round_0_index_0`) or as the answer carries them (`…_round_0_index_0`).
 const PATCH_ANNOTATION: &str = "patch.webhook.admission.k8s.io";
 
+/// Each value of a Secret object's `data` and `stringData`, handed to `redact`.
+fn secret_values(object: &mut Value, redact: &mut dyn FnMut(&mut Value)) {
+    for field in SECRET_FIELDS {
+        if let Some(Value::Object(values)) = object.get_mut(field) {
+            values.values_mut().for_each(&mut *redact);
+        }
+    }
+}
+
+/// Each value a JSON Patch on a Secret writes under its `data` or `stringData` (a whole object,
+/// a whole map, or one key's value), handed to `redact`. The recorder hashes them; replay hashes
+/// a candidate's patch the same way (`src/replay/redact.rs`).
+pub(crate) fn secret_values_written(patch: &mut Value, redact: &mut dyn FnMut(&mut Value)) {
+    let Value::Array(operations) = patch else { return };
+    for operation in operations {
+        let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let under = |field: &str| {
+            path.strip_prefix('/')
+                .and_then(|p| p.strip_prefix(field))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        let whole = path.is_empty() || path == "/";
+        if !(whole || SECRET_FIELDS.iter().any(|field| under(field))) {
+            continue;
+        }
+        let Some(value) = operation.get_mut("value") else { continue };
+        match (whole, path.matches('/').count()) {
+            // The whole object, or the whole `data` map: each of its values.
+            (true, _) => secret_values(value, redact),
+            (false, 1) => match value {
+                Value::Object(values) => values.values_mut().for_each(&mut *redact),
+                value => redact(value),
+            },
+            // One key's value.
+            (false, _) => redact(value),
+        }
+    }
+}
+
 pub(super) struct Redactor {
     key: hmac::Key,
     /// JSON pointers into the object (checked when the settings were read).
@@ -54,11 +93,7 @@ impl Redactor {
 
     /// A Secret's values.
     fn secret(&self, object: &mut Value) {
-        for field in SECRET_FIELDS {
-            if let Some(Value::Object(values)) = object.get_mut(field) {
-                values.values_mut().for_each(|value| self.value(value));
-            }
-        }
+        secret_values(object, &mut |value| self.value(value));
     }
 
     /// The values a JSON Patch writes at or under a pointer, or, with `secret`, under a
@@ -68,31 +103,8 @@ impl Redactor {
         for operation in operations.iter_mut() {
             self.at_pointers(operation);
         }
-        if !secret {
-            return;
-        }
-        for operation in operations {
-            let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let under = |field: &str| {
-                path.strip_prefix('/')
-                    .and_then(|p| p.strip_prefix(field))
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-            };
-            let whole = path.is_empty() || path == "/";
-            if !(whole || SECRET_FIELDS.iter().any(|field| under(field))) {
-                continue;
-            }
-            let Some(value) = operation.get_mut("value") else { continue };
-            match (whole, path.matches('/').count()) {
-                // The whole object, or the whole `data` map: each of its values.
-                (true, _) => self.secret(value),
-                (false, 1) => match value {
-                    Value::Object(values) => values.values_mut().for_each(|value| self.value(value)),
-                    value => self.value(value),
-                },
-                // One key's value.
-                (false, _) => self.value(value),
-            }
+        if secret {
+            secret_values_written(patch, &mut |value| self.value(value));
         }
     }
 

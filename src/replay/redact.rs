@@ -18,8 +18,6 @@ pub(crate) const NO_KEY: &str = "hmac-sha256:(the recording's key is not readabl
 /// The key's file in a recording directory, and its length (src/recording/writer.rs).
 const KEY_FILE: &str = ".key";
 const KEY_BYTES: usize = 32;
-/// The fields of a Secret whose values are secret.
-const SECRET_FIELDS: [&str; 2] = ["data", "stringData"];
 
 /// The keys of the directories a recording's files are in.
 #[derive(Default)]
@@ -59,41 +57,10 @@ pub(crate) fn is_secret(review: &Value) -> bool {
     kind["group"].as_str().unwrap_or_default().is_empty() && kind["kind"] == "Secret"
 }
 
-/// The values `patch` (a JSON Patch) writes under a Secret's `data` or `stringData`, hashed.
+/// The values `patch` (a JSON Patch) writes under a Secret's `data` or `stringData`, hashed as
+/// the recorder hashes them.
 pub(crate) fn patch(patch: &mut Value, key: Option<&hmac::Key>) {
-    let Value::Array(operations) = patch else { return };
-    for operation in operations {
-        let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let under = |field: &str| {
-            path.strip_prefix('/')
-                .and_then(|p| p.strip_prefix(field))
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        };
-        let whole = path.is_empty() || path == "/";
-        if !(whole || SECRET_FIELDS.iter().any(|field| under(field))) {
-            continue;
-        }
-        let Some(value) = operation.get_mut("value") else { continue };
-        match (whole, path.matches('/').count()) {
-            // The whole object, or the whole `data` map: each of its values.
-            (true, _) => secret(value, key),
-            (false, 1) => match value {
-                Value::Object(values) => values.values_mut().for_each(|value| hash(value, key)),
-                value => hash(value, key),
-            },
-            // One key's value.
-            (false, _) => hash(value, key),
-        }
-    }
-}
-
-/// A whole Secret's values.
-fn secret(object: &mut Value, key: Option<&hmac::Key>) {
-    for field in SECRET_FIELDS {
-        if let Some(Value::Object(values)) = object.get_mut(field) {
-            values.values_mut().for_each(|value| hash(value, key));
-        }
-    }
+    crate::recording::redact::secret_values_written(patch, &mut |value| hash(value, key));
 }
 
 /// One value, by its characters if a string, else by its JSON text: `hmac-sha256:` and the

@@ -10,6 +10,7 @@
 //!
 //! docs/policies.md describes the whole.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -176,25 +177,29 @@ const MAX_AUDIT_FAILURES: usize = 50;
 pub(crate) fn aggregate<'a>(results: impl IntoIterator<Item = &'a PolicyResult>) -> Verdict {
     let mut verdict = Verdict::default();
     let mut failures: Vec<&Value> = Vec::new();
+    // Sets beside the lists: a selector may select many parameters, each with its warnings.
+    let mut warned: HashSet<&str> = HashSet::new();
+    let mut annotated: HashSet<&str> = HashSet::new();
     for result in results {
         if verdict.denial.is_none() {
             verdict.denial = result.denials.first().cloned();
         }
         for warning in &result.warnings {
-            if !verdict.warnings.contains(warning) {
+            if warned.insert(warning) {
                 verdict.warnings.push(warning.clone());
             }
         }
         for (key, value) in &result.audit_annotations {
-            if !verdict.audit_annotations.iter().any(|(k, _)| k == key) {
+            if annotated.insert(key) {
                 verdict.audit_annotations.push((key.clone(), value.clone()));
             }
         }
-        failures.extend(result.audit_failures.iter());
+        if failures.len() < MAX_AUDIT_FAILURES {
+            failures.extend(result.audit_failures.iter().take(MAX_AUDIT_FAILURES - failures.len()));
+        }
     }
     if !failures.is_empty() {
-        failures.truncate(MAX_AUDIT_FAILURES);
-        if !verdict.audit_annotations.iter().any(|(k, _)| k == VALIDATION_FAILURE_KEY) {
+        if !annotated.contains(VALIDATION_FAILURE_KEY) {
             let entries: Vec<AuditEntry<'_>> = failures.iter().map(|v| AuditEntry::of(v)).collect();
             verdict.audit_annotations.push((VALIDATION_FAILURE_KEY.to_owned(), go_json(&entries)));
         }

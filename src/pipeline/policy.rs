@@ -198,11 +198,9 @@ pub(crate) fn aggregate<'a>(results: impl IntoIterator<Item = &'a PolicyResult>)
             failures.extend(result.audit_failures.iter().take(MAX_AUDIT_FAILURES - failures.len()));
         }
     }
-    if !failures.is_empty() {
-        if !annotated.contains(VALIDATION_FAILURE_KEY) {
-            let entries: Vec<AuditEntry<'_>> = failures.iter().map(|v| AuditEntry::of(v)).collect();
-            verdict.audit_annotations.push((VALIDATION_FAILURE_KEY.to_owned(), go_json(&entries)));
-        }
+    if !failures.is_empty() && !annotated.contains(VALIDATION_FAILURE_KEY) {
+        let entries: Vec<AuditEntry<'_>> = failures.iter().map(|v| AuditEntry::of(v)).collect();
+        verdict.audit_annotations.push((VALIDATION_FAILURE_KEY.to_owned(), go_json(&entries)));
     }
     verdict
 }

@@ -553,3 +553,105 @@ async fn a_secrets_values_written_by_a_patch_compare_by_their_hashes_and_are_nev
     assert!(said.contains("the recording's key is not readable"), "{said}");
     assert!(said.contains("could depend on a redacted value"), "{said}");
 }
+
+/// The whole loop: a recording made by `serve` under concurrent load (and rotated into
+/// compressed files by a small file bound) replays against the candidate with exactly the
+/// changed reviews reported, each with its kind, and no secret readable in any file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_made_under_load_replays_to_exactly_the_changed_reviews() {
+    const ROUNDS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let (label, policy) = baseline_mocks().await;
+    let recording = dir.path().join("recording");
+    let fleet = fleet(&label, &policy).settings(json!({"recording": {"maxFileBytes": "1Mi"}}));
+    let argument = recording.to_string_lossy().into_owned();
+    let served = Served::serve(dir.path(), &fleet, &["--record", &argument]);
+    let address = served.logged("serving", "address").await.expect("serving within 10 s");
+    // ROUNDS copies of the six pods (their own uids) and the Secret, 32 at a time.
+    let mut sent: Vec<Value> = Vec::new();
+    for round in 0..ROUNDS {
+        for mut review in reviews() {
+            review["request"]["uid"] =
+                json!(format!("{}-{round}", review["request"]["uid"].as_str().unwrap()));
+            sent.push(review);
+        }
+    }
+    use futures_util::StreamExt as _;
+    let answered =
+        futures_util::stream::iter(sent.iter().map(|review| post_review(&address, "/admit", review)))
+            .buffer_unordered(32)
+            .collect::<Vec<_>>()
+            .await;
+    assert!(answered.iter().all(|answer| answer["response"]["uid"].is_string()), "every review answered");
+    let files = || -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&recording)
+            .unwrap()
+            .flatten()
+            .map(|item| item.path())
+            .filter(|path| path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("reviews-")))
+            .collect();
+        files.sort();
+        files
+    };
+    let count = |files: &[PathBuf]| -> usize {
+        files
+            .iter()
+            .map(|file| {
+                let bytes = std::fs::read(file).unwrap_or_default();
+                let text = if file.extension().is_some_and(|e| e == "gz") {
+                    let mut out = String::new();
+                    let _ = std::io::Read::read_to_string(
+                        &mut flate2::read::GzDecoder::new(&bytes[..]),
+                        &mut out,
+                    );
+                    out
+                } else {
+                    String::from_utf8_lossy(&bytes).into_owned()
+                };
+                text.lines().count()
+            })
+            .sum()
+    };
+    let written = eventually(Duration::from_secs(20), || async { count(&files()) == sent.len() }).await;
+    assert!(written, "{} of {} reviews recorded", count(&files()), sent.len());
+    assert!(files().len() >= 2, "rotated at 1 MiB: {:?}", files());
+    // The Secret's value is in no file, compressed or not.
+    let secret = fixtures::review(SECRET_CREATE)["request"]["object"]["data"].clone();
+    for file in files() {
+        let bytes = std::fs::read(&file).unwrap();
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if file.extension().is_some_and(|e| e == "gz") {
+            text.clear();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text).unwrap();
+        }
+        for value in secret.as_object().unwrap().values() {
+            assert!(!text.contains(value.as_str().unwrap()), "{} holds a Secret value", file.display());
+        }
+    }
+
+    let candidate = candidate(dir.path()).await;
+    let rate = "10000/s";
+    let (code, report) =
+        replay_json(&[&argument, "--config", &candidate.config, "--rate", rate, "--concurrency", "16"]).await;
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(
+        (&report["total"], &report["disagree"]),
+        (&json!(sent.len()), &json!(5 * ROUNDS)),
+        "{report:#}"
+    );
+    for (kind, expected) in
+        [("patch", 1), ("allow_to_deny", 1), ("call_error", 1), ("message", 1), ("deny_to_allow", 1)]
+    {
+        assert_eq!(report["byKind"][kind], json!(expected * ROUNDS), "{kind}: {report:#}");
+    }
+    let names: HashMap<String, usize> =
+        report["differences"].as_array().unwrap().iter().fold(HashMap::new(), |mut names, d| {
+            *names.entry(d["request"]["name"].as_str().unwrap().to_owned()).or_default() += 1;
+            names
+        });
+    let expected: HashMap<String, usize> = ["web-2", "web-3", "web-4", "bad-1", "bad-2"]
+        .iter()
+        .map(|name| ((*name).to_owned(), ROUNDS))
+        .collect();
+    assert_eq!(names, expected);
+}

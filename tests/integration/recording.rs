@@ -289,7 +289,7 @@ async fn the_recording_section_is_reloaded_on_moved_and_off() {
 /// A disk slower than the reviews (the test-only `--record-write-delay`: no small or slow
 /// filesystem can be made without root) fills the queue: the entries beyond it are dropped and
 /// counted, and every review is answered as if nothing were recorded. Latency is measured by
-/// the load scenario `recording-slow-disk` (loadtest/README.md), not here.
+/// the load scenario `recording` (loadtest/README.md), not here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_disk_drops_entries_counted_and_never_a_review() {
     let allow = MockWebhook::allowing().spawn().await;

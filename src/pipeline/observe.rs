@@ -16,18 +16,19 @@ use std::time::Duration;
 use super::judge::Failure;
 use super::modes::{CallMode, ShadowMode};
 use super::outcome::{CallOutcome, CallRecord, CallRecords, Outcome};
-use super::policy::PolicyResult;
 use super::shadow::{ShadowReport, ShadowResult};
 use crate::config::compile::Hook;
-use crate::config::policy::Policy;
 use crate::endpoint::Endpoint;
 use crate::explain::Phase;
 use crate::logging::{ReviewAnswered, Untrusted};
 use crate::recording;
 use crate::review::decode::IncomingReview;
 use crate::telemetry::names;
-use crate::traces::{CallEnd, CallSpan, Parent};
+use crate::traces::{CallEnd, CallSpan};
 use crate::upstream::CallError;
+
+mod policies;
+pub(crate) use policies::{policy_evaluated, policy_paired, policy_shadow};
 
 /// `type` of the API server's webhook metrics.
 fn webhook_type(phase: Phase) -> &'static str {
@@ -402,108 +403,6 @@ fn with_call_handles(name: &str, series: CallSeries, count: impl FnOnce(&CallHan
         };
         count(&known[at].1);
     });
-}
-
-/// One policy evaluated: the API server's check families for each decision acted on (not for
-/// a shadowed policy, which acts on nothing), the gateway's time per policy, and a span.
-pub(crate) fn policy_evaluated(
-    result: &PolicyResult,
-    mode: CallMode,
-    operation: &'static str,
-    trace: &Parent,
-) {
-    let policy = &result.policy.name;
-    // The match-condition families as the API server records them for a policy: the time of
-    // conditions that excluded or failed, and each failed condition (no exclusion count).
-    for condition in &result.conditions {
-        let labels = [
-            ("name", policy.clone()),
-            ("kind", "policy".to_owned()),
-            ("type", "validate".to_owned()),
-            ("operation", operation.to_owned()),
-        ];
-        if condition.errors > 0 {
-            metrics::counter!(names::MATCH_CONDITION_ERRORS, &labels).increment(condition.errors as u64);
-        }
-        metrics::histogram!(names::MATCH_CONDITION_DURATION, &labels).record(condition.seconds);
-    }
-    if !matches!(mode, CallMode::Shadow(_)) {
-        for check in &result.checks {
-            let labels = [
-                ("policy", policy.clone()),
-                ("policy_binding", check.binding.clone()),
-                ("error_type", check.error_type.to_owned()),
-                ("enforcement_action", check.enforcement_action.to_owned()),
-            ];
-            metrics::counter!(names::POLICY_CHECKS, &labels).increment(1);
-            metrics::histogram!(names::POLICY_CHECK_DURATION, &labels).record(check.seconds);
-        }
-    }
-    metrics::histogram!(names::POLICY_DURATION, "policy" => policy.clone(), "mode" => mode.as_str())
-        .record(result.elapsed.as_secs_f64());
-    let decision = if result.denials.is_empty() { "allowed" } else { "denied" };
-    trace.policy(policy, mode.as_str(), decision, result.elapsed);
-}
-
-/// A shadowed policy's decision compared with the request's: counted, a disagreement logged
-/// (names and the uid only).
-pub(crate) fn policy_shadow(
-    policy: &Policy,
-    mode: ShadowMode,
-    result: &'static str,
-    disagreement: &'static str,
-    uid: &str,
-) {
-    let mode = mode.as_str();
-    metrics::counter!(
-        names::POLICY_SHADOW_RESULTS,
-        "policy" => policy.name.clone(),
-        "mode" => mode,
-        "result" => result,
-        "disagreement" => disagreement,
-    )
-    .increment(1);
-    if result == "disagree" {
-        let uid = Untrusted(uid);
-        tracing::info!(policy = %policy.name, %uid, mode, kind = disagreement, "shadow policy disagrees with the decision");
-    }
-}
-
-/// A policy's decision compared with the webhook it replaces: counted; a disagreement logged at
-/// debug with the request's identity (never its object).
-pub(crate) fn policy_paired(
-    policy: &Policy,
-    configuration: &str,
-    webhook: &str,
-    result: &'static str,
-    disagreement: &'static str,
-    request: &IncomingReview,
-) {
-    metrics::counter!(
-        names::POLICY_AGREEMENT,
-        "policy" => policy.name.clone(),
-        "configuration" => configuration.to_owned(),
-        "webhook" => webhook.to_owned(),
-        "result" => result,
-        "disagreement" => disagreement,
-    )
-    .increment(1);
-    if result != "agree" {
-        let r = &request.request;
-        tracing::debug!(
-            policy = %policy.name,
-            configuration,
-            webhook,
-            result,
-            kind = disagreement,
-            uid = %Untrusted(&r.uid.value),
-            operation = request.operation().as_str(),
-            resource = %Untrusted(&request.resource().resource),
-            namespace = %Untrusted(&r.namespace),
-            name = %Untrusted(&r.name),
-            "policy and the webhook it replaces disagree"
-        );
-    }
 }
 
 #[cfg(test)]

@@ -20,18 +20,22 @@ use crate::cel::{
     json_value, request_value, with_session, Activation, Evaluated, Failure, PhaseLimits, Session,
 };
 use crate::config::policy::{
-    Action, Binding, CompiledValidation, FailurePolicy, Param, Policies, Policy, STATIC_SUFFIX,
+    Action, Binding, CompiledValidation, FailurePolicy, Policies, Policy, STATIC_SUFFIX,
 };
 use crate::config::rules::RuleRequest;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 
+mod audit;
 mod decisions;
+mod denial;
 mod matching;
+mod params;
 #[cfg(test)]
 mod tests;
 
-use decisions::{apply, config_error, evaluate_binding, Annotations};
+use audit::Annotations;
+use decisions::{apply, config_error, evaluate_binding};
 use matching::{Kind, Request};
 
 /// Evaluates every policy that has bindings against the request, in evaluation order.
@@ -413,7 +417,7 @@ fn evaluate_policy(
             }
         }
         // Its parameters.
-        let params = match params(policy, binding, review, lookups) {
+        let params = match params::of(policy, binding, review, lookups) {
             Ok(params) => params,
             Err(error) => {
                 result.steps.push(format!("binding {:?}: parameters: {error}", binding.name));
@@ -455,108 +459,4 @@ fn evaluate_policy(
         annotations.collect(result);
     }
     result.audit_annotations = annotations.publish(&policy.name);
-}
-
-/// The params of one binding: `[None]` for one evaluation without params.
-fn params(
-    policy: &Policy,
-    binding: &Binding,
-    review: &IncomingReview,
-    lookups: &dyn Lookups,
-) -> Result<Vec<Option<Arc<Value>>>, String> {
-    let (Some(kind), Some(param_ref)) = (&policy.param_kind, &binding.param_ref) else {
-        return Ok(vec![None]);
-    };
-    // Parameters of a kind the configuration holds come from it; others, in cluster mode,
-    // from the API server.
-    let live = policy.params.is_empty();
-    let namespaced =
-        live.then(|| lookups.namespaced(&kind.api_version, &kind.kind)).flatten().unwrap_or_else(|| {
-            is_namespaced(&kind.api_version, &kind.kind, &policy.params, param_ref.namespace.as_deref())
-        });
-    let namespace = match (namespaced, param_ref.namespace.as_deref()) {
-        (false, Some(_)) => {
-            return Err("paramRef.namespace must not be provided for a cluster-scoped `paramKind`".to_owned())
-        }
-        (false, None) => None,
-        (true, Some(namespace)) => Some(namespace.to_owned()),
-        (true, None) if review.request.namespace.is_empty() => {
-            return Err(
-                "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
-                    .to_owned(),
-            )
-        }
-        (true, None) => Some(review.request.namespace.clone()),
-    };
-    let served =
-        if live { lookups.params(&kind.api_version, &kind.kind, namespace.as_deref()) } else { None };
-    let candidates: Vec<Param> = match served.transpose()? {
-        Some(live) => {
-            let mut live: Vec<Param> = live.into_iter().map(param_of).collect();
-            live.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-            live
-        }
-        None => policy
-            .params
-            .iter()
-            .filter(|p| p.namespace == namespace.clone().unwrap_or_default())
-            .cloned()
-            .collect(),
-    };
-    let found: Vec<Option<Arc<Value>>> = candidates
-        .into_iter()
-        .filter(|p| match (&param_ref.name, &param_ref.selector) {
-            (Some(name), _) => &p.name == name,
-            (None, Some(selector)) => selector.matches(&p.labels),
-            (None, None) => false,
-        })
-        .map(|p| Some(with_kind(p.value, &kind.api_version, &kind.kind)))
-        .collect();
-    if found.is_empty() && param_ref.deny_when_not_found {
-        return Err("no params found for policy binding with `Deny` parameterNotFoundAction".to_owned());
-    }
-    Ok(found)
-}
-
-/// `apiVersion` and `kind` filled in when the object lacks them.
-fn with_kind(value: Arc<Value>, api_version: &str, kind: &str) -> Arc<Value> {
-    if value.get("kind").is_some() && value.get("apiVersion").is_some() {
-        return value;
-    }
-    let mut owned = (*value).clone();
-    if let Value::Object(fields) = &mut owned {
-        fields.entry("apiVersion").or_insert_with(|| json!(api_version));
-        fields.entry("kind").or_insert_with(|| json!(kind));
-    }
-    Arc::new(owned)
-}
-
-fn param_of(value: Arc<Value>) -> Param {
-    let metadata = value.get("metadata");
-    let text =
-        |f: &str| metadata.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or_default().to_owned();
-    let labels = metadata
-        .and_then(|m| m.get("labels"))
-        .and_then(|l| serde_json::from_value(l.clone()).ok())
-        .unwrap_or_default();
-    Param { namespace: text("namespace"), name: text("name"), labels, value }
-}
-
-/// The param kind's scope, without discovery: the core kinds the gateway knows, else the
-/// configured objects of the kind (namespaced when they have a namespace), else the binding's
-/// `paramRef.namespace`.
-fn is_namespaced(api_version: &str, kind: &str, configured: &[Param], ref_namespace: Option<&str>) -> bool {
-    const CLUSTER: &[(&str, &str)] = &[("v1", "Namespace"), ("v1", "Node"), ("v1", "PersistentVolume")];
-    const NAMESPACED: &[(&str, &str)] =
-        &[("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service")];
-    if CLUSTER.contains(&(api_version, kind)) {
-        return false;
-    }
-    if NAMESPACED.contains(&(api_version, kind)) {
-        return true;
-    }
-    match configured.first() {
-        Some(param) => !param.namespace.is_empty(),
-        None => ref_namespace.is_some(),
-    }
 }

@@ -1,0 +1,4 @@
+//! Compilation (being written).
+pub struct Program;
+pub struct Declarations;
+pub fn compile() {}

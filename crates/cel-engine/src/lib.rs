@@ -1,0 +1,23 @@
+//! CEL as kube-apiserver 1.36 evaluates it (cel-go with the Kubernetes libraries), for
+//! admission-gateway's matchConditions and admission policies.
+//!
+//! - Values are shared, not copied ([`value`]): an object converted once is read by every
+//!   expression and every comprehension iteration through reference counts.
+//! - Evaluation charges cel-go's runtime cost ([`eval`]): the same units, the same per-call
+//!   function costs, so an expression is cut where the API server cuts it. A caller's deadline
+//!   reaches the evaluation as a cancellation flag, checked as cel-go checks its interrupts.
+//! - The parser is the `cel` crate's (its ANTLR grammar and macro expansion); compilation
+//!   ([`compile`]) resolves names and functions once, and evaluation is this crate's own.
+
+pub mod compile;
+pub mod error;
+pub mod eval;
+pub mod func;
+pub mod library;
+pub mod value;
+
+pub use compile::{compile, Declarations, Program};
+pub use error::{Error, ErrorKind, Result};
+pub use eval::{Activation, Limits, Meter};
+pub use func::{Cost, Ctx, Host, NoHost, Registry, Style};
+pub use value::{Key, Map, Object, Type, Value};

@@ -40,7 +40,10 @@ impl Error {
     }
 
     pub fn cost_limit() -> Error {
-        Error { kind: ErrorKind::CostLimit, message: "operation cancelled: actual cost limit exceeded".into() }
+        Error {
+            kind: ErrorKind::CostLimit,
+            message: "operation cancelled: actual cost limit exceeded".into(),
+        }
     }
 
     pub fn cancelled() -> Error {

@@ -69,6 +69,12 @@ pub struct Overload {
     pub cost: Cost,
 }
 
+impl std::fmt::Debug for Overload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Overload")
+    }
+}
+
 /// How a function is called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Style {

@@ -321,8 +321,12 @@ pub fn lookup<'m>(map: &'m Map, key: &Value) -> Option<&'m Value> {
     match key {
         Value::String(s) => map.get(&Key::String(s.clone())),
         Value::Bool(b) => map.get(&Key::Bool(*b)),
-        Value::Int(i) => map.get(&Key::Int(*i)).or_else(|| u64::try_from(*i).ok().and_then(|u| map.get(&Key::Uint(u)))),
-        Value::Uint(u) => map.get(&Key::Uint(*u)).or_else(|| i64::try_from(*u).ok().and_then(|i| map.get(&Key::Int(i)))),
+        Value::Int(i) => {
+            map.get(&Key::Int(*i)).or_else(|| u64::try_from(*i).ok().and_then(|u| map.get(&Key::Uint(u))))
+        }
+        Value::Uint(u) => {
+            map.get(&Key::Uint(*u)).or_else(|| i64::try_from(*u).ok().and_then(|i| map.get(&Key::Int(i))))
+        }
         Value::Double(d) => {
             if d.fract() != 0.0 || !d.is_finite() {
                 return None;

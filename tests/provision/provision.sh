@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provisions one tool the integration tests run and the repository does not hold, once per
-# machine:   bash tests/provision/provision.sh control-plane|openssl|prometheus|kopf
+# machine:   bash tests/provision/provision.sh control-plane|openssl|prometheus|kopf|oracle
 #
 # The tests call it on first use (tests/integration/support/provision.rs): `cargo test --locked`
 # needs nothing installed beforehand. What each tool is:
@@ -40,8 +40,8 @@ die() {
 trap 'say "error: failed (exit $?): $BASH_COMMAND"' ERR
 
 case "$tool" in
-control-plane | openssl | prometheus | kopf) ;;
-*) die "usage: bash tests/provision/provision.sh control-plane|openssl|prometheus|kopf" ;;
+control-plane | openssl | prometheus | kopf | oracle) ;;
+*) die "usage: bash tests/provision/provision.sh control-plane|openssl|prometheus|kopf|oracle" ;;
 esac
 
 as_root() {
@@ -80,6 +80,14 @@ present() {
     openssl) command -v openssl >/dev/null ;;
     prometheus) command -v prometheus >/dev/null || [ -x /usr/bin/prometheus ] ;;
     kopf) [ -f "$KOPF_VENV/.provisioned" ] && "$KOPF_VENV/bin/python" -c 'import kopf' 2>/dev/null ;;
+    oracle)
+        # Built from this tree's main.go (tests/oracle/provision.sh writes the hash it built).
+        local bin
+        bin="$(cat "$CACHE/oracle-current" 2>/dev/null)" && [ -x "$bin" ] \
+            && [ -f "$CACHE/oracle-sysroot/.packages" ] \
+            && [ "$(cat "$here/../oracle/main.go" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)" \
+                = "$(cat "$(dirname "$bin")/source.sha256" 2>/dev/null)" ]
+        ;;
     esac
 }
 
@@ -106,6 +114,9 @@ openssl)
     ;;
 prometheus)
     apt_install prometheus
+    ;;
+oracle)
+    bash "$here/../oracle/provision.sh"
     ;;
 kopf)
     command -v python3 >/dev/null || apt_install python3 python3-venv

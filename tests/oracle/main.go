@@ -1,0 +1,647 @@
+// The upstream oracle: kube-apiserver's own admission code (k8s.io/apiserver, the version
+// tests/oracle/provision.sh built it against) run in-process on one case at a time, so the
+// gateway's decisions can be compared with upstream's (tests/integration/oracle.rs).
+//
+// It runs, as kube-apiserver builds them:
+//   - the ValidatingAdmissionPolicy plugin (validating.NewPlugin), over a fake clientset and
+//     informers seeded with the case's configuration (policies, bindings, Namespaces,
+//     ConfigMaps, Secrets), inside the audit context and the warning recorder of the server's
+//     handler chain (admission.WithAudit, endpoints/filters.WithWarningRecorder);
+//   - the matchConditions of each webhook of a ValidatingWebhookConfiguration or
+//     MutatingWebhookConfiguration, compiled as the webhook plugin compiles them (its
+//     ConditionCompiler over the base environment) and matched on the request.
+//
+// What the server supplies and is not packaged is supplied here: the REST mapper (the kinds of
+// the case), the authorizer (one that cannot decide, as the gateway outside cluster mode) and
+// the v1 defaulting of the manifests (defaults() below).
+//
+// Usage:
+//
+//	oracle [-j N] < cases.jsonl    one JSON line in per case, one JSON line out, in order
+//	oracle --version               the upstream version it runs
+//
+// A case: {"config": [<objects>...], "review": <AdmissionReview v1>}. An answer:
+// {"upstream", "allowed", "code", "reason", "message", "warnings", "auditAnnotations",
+// "webhooks": [{"name", "match": "true|false|error", "condition", "error"}], "refused", "error"}.
+// "refused" is a policy or webhook the API server would refuse at creation (an expression that
+// does not compile in the stored-expression environment); "error" is the oracle's own failure
+// to run the case (bad input), never a decision. Nothing but these lines goes to standard output,
+// and the objects of a case never appear outside its answer.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+)
+
+// Set at build time (tests/oracle/provision.sh, -ldflags -X).
+var (
+	apiserverVersion = "(unknown version)"
+	debianVersion    = "unknown"
+)
+
+// What the answers name as the upstream they ran.
+var upstreamVersion = "k8s.io/apiserver " + apiserverVersion
+
+type caseIn struct {
+	Config []json.RawMessage `json:"config"`
+	Review json.RawMessage   `json:"review"`
+}
+
+type webhookOut struct {
+	Name      string `json:"name"`
+	Match     string `json:"match"`
+	Condition string `json:"condition,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+type caseOut struct {
+	Upstream         string            `json:"upstream"`
+	Allowed          bool              `json:"allowed"`
+	Code             int32             `json:"code"`
+	Reason           string            `json:"reason"`
+	Message          string            `json:"message"`
+	Warnings         []string          `json:"warnings"`
+	AuditAnnotations map[string]string `json:"auditAnnotations"`
+	Webhooks         []webhookOut      `json:"webhooks"`
+	Refused          string            `json:"refused,omitempty"`
+	Error            string            `json:"error,omitempty"`
+}
+
+func main() {
+	version := flag.Bool("version", false, "print the upstream version and exit")
+	jobs := flag.Int("j", 4*runtime.GOMAXPROCS(0), "cases run at the same time")
+	flag.Parse()
+	if *version {
+		fmt.Printf("%s (Debian golang-k8s-apiserver-dev %s)\n", upstreamVersion, debianVersion)
+		return
+	}
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "oracle: cases are read from standard input (JSON lines); no arguments")
+		os.Exit(2)
+	}
+	quiet()
+	if err := batch(os.Stdin, os.Stdout, max(*jobs, 1)); err != nil {
+		fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// quiet keeps upstream's logs (klog, HandleError) off the output: they could quote a case.
+func quiet() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+	utilruntime.ErrorHandlers = nil
+}
+
+// batch answers each input line, `jobs` at a time, in the input's order.
+func batch(in io.Reader, out io.Writer, jobs int) error {
+	reader := bufio.NewReaderSize(in, 1<<20)
+	writer := bufio.NewWriter(out)
+	defer writer.Flush()
+	type pending struct{ answer chan []byte }
+	queue := make(chan pending, jobs)
+	slots := make(chan struct{}, jobs)
+	done := make(chan error, 1)
+	go func() {
+		for p := range queue {
+			if _, err := writer.Write(append(<-p.answer, '\n')); err != nil {
+				done <- err
+				return
+			}
+			if len(queue) == 0 {
+				writer.Flush()
+			}
+		}
+		done <- writer.Flush()
+	}()
+	line := 0
+	for {
+		text, err := reader.ReadBytes('\n')
+		if len(bytes.TrimSpace(text)) > 0 {
+			line++
+			p := pending{answer: make(chan []byte, 1)}
+			queue <- p
+			slots <- struct{}{}
+			go func(text []byte, line int) {
+				defer func() { <-slots }()
+				p.answer <- encode(runLine(text, line))
+			}(text, line)
+		}
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			close(queue)
+			<-done
+			return fmt.Errorf("reading standard input: %w", err)
+		}
+	}
+	close(queue)
+	return <-done
+}
+
+func encode(out caseOut) []byte {
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	if out.AuditAnnotations == nil {
+		out.AuditAnnotations = map[string]string{}
+	}
+	if out.Webhooks == nil {
+		out.Webhooks = []webhookOut{}
+	}
+	text, err := json.Marshal(out)
+	if err != nil {
+		text, _ = json.Marshal(caseOut{Upstream: upstreamVersion, Error: "encoding the answer: " + err.Error()})
+	}
+	return text
+}
+
+func runLine(text []byte, line int) (out caseOut) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = caseOut{Upstream: upstreamVersion, Error: fmt.Sprintf("line %d: upstream code panicked: %v", line, r)}
+		}
+	}()
+	var in caseIn
+	decoder := json.NewDecoder(bytes.NewReader(text))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(&in); err != nil {
+		return caseOut{Upstream: upstreamVersion, Error: fmt.Sprintf("line %d: not a case {\"config\": [...], \"review\": {...}}: %v", line, err)}
+	}
+	out, err := runCase(in)
+	if err != nil {
+		return caseOut{Upstream: upstreamVersion, Error: fmt.Sprintf("line %d: %v", line, err)}
+	}
+	return out
+}
+
+// The case's configuration, typed.
+type config struct {
+	policies   []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings   []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	mutating   []*admissionregistrationv1.MutatingWebhookConfiguration
+	objects    []k8sruntime.Object // Namespaces, ConfigMaps, Secrets
+}
+
+func strictDecode(raw []byte, into any) error {
+	decoder := json.NewDecoder(bytes.NewReader(raw))
+	decoder.DisallowUnknownFields()
+	return decoder.Decode(into)
+}
+
+func parseConfig(raws []json.RawMessage) (*config, error) {
+	c := &config{}
+	for i, raw := range raws {
+		var head metav1.TypeMeta
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, fmt.Errorf("config[%d]: not a Kubernetes object: %v", i, err)
+		}
+		var obj any
+		switch head.APIVersion + "/" + head.Kind {
+		case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy":
+			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			c.policies, obj = append(c.policies, p), p
+		case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding":
+			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			c.bindings, obj = append(c.bindings, b), b
+		case "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration":
+			w := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			c.validating, obj = append(c.validating, w), w
+		case "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":
+			w := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			c.mutating, obj = append(c.mutating, w), w
+		case "v1/Namespace":
+			o := &corev1.Namespace{}
+			c.objects, obj = append(c.objects, o), o
+		case "v1/ConfigMap":
+			o := &corev1.ConfigMap{}
+			c.objects, obj = append(c.objects, o), o
+		case "v1/Secret":
+			o := &corev1.Secret{}
+			c.objects, obj = append(c.objects, o), o
+		default:
+			return nil, fmt.Errorf("config[%d]: %s %s is not a kind the oracle takes (admissionregistration.k8s.io/v1 policies, bindings and webhook configurations; v1 Namespace, ConfigMap, Secret)", i, head.APIVersion, head.Kind)
+		}
+		if err := strictDecode(raw, obj); err != nil {
+			return nil, fmt.Errorf("config[%d] (%s): %v", i, head.Kind, err)
+		}
+	}
+	for _, p := range c.policies {
+		defaultPolicy(p)
+	}
+	for _, b := range c.bindings {
+		if b.Spec.MatchResources != nil {
+			defaultMatchResources(b.Spec.MatchResources)
+		}
+	}
+	for _, w := range c.validating {
+		for i := range w.Webhooks {
+			defaultWebhook(&w.Webhooks[i].FailurePolicy, &w.Webhooks[i].MatchPolicy, &w.Webhooks[i].NamespaceSelector, &w.Webhooks[i].ObjectSelector, w.Webhooks[i].Rules)
+		}
+	}
+	for _, w := range c.mutating {
+		for i := range w.Webhooks {
+			defaultWebhook(&w.Webhooks[i].FailurePolicy, &w.Webhooks[i].MatchPolicy, &w.Webhooks[i].NamespaceSelector, &w.Webhooks[i].ObjectSelector, w.Webhooks[i].Rules)
+		}
+	}
+	return c, nil
+}
+
+// kube-apiserver's v1 defaults (kubernetes pkg/apis/admissionregistration/v1/defaults.go, not
+// packaged) for the fields the plugin reads.
+func defaultPolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	if p.Spec.FailurePolicy == nil {
+		fail := admissionregistrationv1.Fail
+		p.Spec.FailurePolicy = &fail
+	}
+	if p.Spec.MatchConstraints != nil {
+		defaultMatchResources(p.Spec.MatchConstraints)
+	}
+}
+
+func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
+	if m.MatchPolicy == nil {
+		equivalent := admissionregistrationv1.Equivalent
+		m.MatchPolicy = &equivalent
+	}
+	if m.NamespaceSelector == nil {
+		m.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if m.ObjectSelector == nil {
+		m.ObjectSelector = &metav1.LabelSelector{}
+	}
+	for _, rules := range [][]admissionregistrationv1.NamedRuleWithOperations{m.ResourceRules, m.ExcludeResourceRules} {
+		for i := range rules {
+			if rules[i].Scope == nil {
+				all := admissionregistrationv1.AllScopes
+				rules[i].Scope = &all
+			}
+		}
+	}
+}
+
+func defaultWebhook(fp **admissionregistrationv1.FailurePolicyType, mp **admissionregistrationv1.MatchPolicyType, ns, obj **metav1.LabelSelector, rules []admissionregistrationv1.RuleWithOperations) {
+	if *fp == nil {
+		fail := admissionregistrationv1.Fail
+		*fp = &fail
+	}
+	if *mp == nil {
+		equivalent := admissionregistrationv1.Equivalent
+		*mp = &equivalent
+	}
+	if *ns == nil {
+		*ns = &metav1.LabelSelector{}
+	}
+	if *obj == nil {
+		*obj = &metav1.LabelSelector{}
+	}
+	for i := range rules {
+		if rules[i].Scope == nil {
+			all := admissionregistrationv1.AllScopes
+			rules[i].Scope = &all
+		}
+	}
+}
+
+// refusal: the first expression of the configuration that the API server would refuse at
+// creation: compiled in the stored-expression environment's stricter sibling
+// (environment.NewExpressions), as kubernetes' validation.go compiles a new policy's.
+func refusal(c *config) string {
+	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	for _, p := range c.policies {
+		compiler, err := plugincel.NewCompositedCompiler(base)
+		if err != nil {
+			return fmt.Sprintf("ValidatingAdmissionPolicy %q: %v", p.Name, err)
+		}
+		vars := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
+		noAuthz := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: false}
+		check := func(field string, result plugincel.CompilationResult) string {
+			if result.Error != nil {
+				return fmt.Sprintf("ValidatingAdmissionPolicy %q: %s: %s", p.Name, field, result.Error.Detail)
+			}
+			return ""
+		}
+		for i, v := range p.Spec.Variables {
+			r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions)
+			if why := check(fmt.Sprintf("spec.variables[%d].expression", i), r); why != "" {
+				return why
+			}
+		}
+		for i, m := range p.Spec.MatchConditions {
+			r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: m.Expression}, vars, environment.NewExpressions)
+			if why := check(fmt.Sprintf("spec.matchConditions[%d].expression", i), r); why != "" {
+				return why
+			}
+		}
+		for i, v := range p.Spec.Validations {
+			r := compiler.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}, vars, environment.NewExpressions)
+			if why := check(fmt.Sprintf("spec.validations[%d].expression", i), r); why != "" {
+				return why
+			}
+			if v.MessageExpression != "" {
+				r := compiler.CompileCELExpression(&validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}, noAuthz, environment.NewExpressions)
+				if why := check(fmt.Sprintf("spec.validations[%d].messageExpression", i), r); why != "" {
+					return why
+				}
+			}
+		}
+		for i, a := range p.Spec.AuditAnnotations {
+			r := compiler.CompileCELExpression(&validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}, vars, environment.NewExpressions)
+			if why := check(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), r); why != "" {
+				return why
+			}
+		}
+	}
+	compiler := plugincel.NewCompiler(base)
+	vars := plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true}
+	for _, w := range c.validating {
+		for i, h := range w.Webhooks {
+			for j, m := range h.MatchConditions {
+				r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: m.Expression}, vars, environment.NewExpressions)
+				if r.Error != nil {
+					return fmt.Sprintf("ValidatingWebhookConfiguration %q: webhooks[%d].matchConditions[%d].expression: %s", w.Name, i, j, r.Error.Detail)
+				}
+			}
+		}
+	}
+	for _, w := range c.mutating {
+		for i, h := range w.Webhooks {
+			for j, m := range h.MatchConditions {
+				r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: m.Expression}, vars, environment.NewExpressions)
+				if r.Error != nil {
+					return fmt.Sprintf("MutatingWebhookConfiguration %q: webhooks[%d].matchConditions[%d].expression: %s", w.Name, i, j, r.Error.Detail)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// The AdmissionReview's request, as the API server would have built its attributes.
+func attributesOf(raw json.RawMessage) (admission.Attributes, schema.GroupVersionKind, schema.GroupVersionResource, error) {
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(raw, &review); err != nil {
+		return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: not an AdmissionReview: %v", err)
+	}
+	r := review.Request
+	if r == nil {
+		return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, errors.New("review: no request")
+	}
+	object, err := unstructuredOf(r.Object.Raw)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: request.object: %v", err)
+	}
+	oldObject, err := unstructuredOf(r.OldObject.Raw)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: request.oldObject: %v", err)
+	}
+	options, err := unstructuredOf(r.Options.Raw)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: request.options: %v", err)
+	}
+	kind := schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind}
+	resource := schema.GroupVersionResource{Group: r.Resource.Group, Version: r.Resource.Version, Resource: r.Resource.Resource}
+	extra := map[string][]string{}
+	for k, v := range r.UserInfo.Extra {
+		extra[k] = v
+	}
+	userInfo := &user.DefaultInfo{Name: r.UserInfo.Username, UID: r.UserInfo.UID, Groups: r.UserInfo.Groups, Extra: extra}
+	dryRun := r.DryRun != nil && *r.DryRun
+	var obj, old, opts k8sruntime.Object
+	if object != nil {
+		obj = object
+	}
+	if oldObject != nil {
+		old = oldObject
+	}
+	if options != nil {
+		opts = options
+	}
+	attrs := admission.NewAttributesRecord(obj, old, kind, r.Namespace, r.Name, resource, r.SubResource,
+		admission.Operation(r.Operation), opts, dryRun, userInfo)
+	return attrs, kind, resource, nil
+}
+
+// unstructuredOf decodes an object as the API server's unstructured decoder does (integers as
+// int64, other numbers as float64); nil for an absent or null object.
+func unstructuredOf(raw []byte) (*unstructured.Unstructured, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil, nil
+	}
+	var content map[string]any
+	if err := utiljson.Unmarshal(raw, &content); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+// noAuthorizer answers every check with an error: the gateway outside cluster mode has no
+// authorizer (docs/differences.md, "authorizer"); the plugin refuses a nil one.
+type noAuthorizer struct{}
+
+func (noAuthorizer) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "", errors.New("no authorizer outside cluster mode")
+}
+
+// The REST mapper: the core kinds, the kinds of the config's param kinds, and the request's.
+func restMapper(c *config, kind schema.GroupVersionKind, resource schema.GroupVersionResource, namespaced bool) meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	add := func(gvk schema.GroupVersionKind, plural string, scope meta.RESTScope) {
+		m.AddSpecific(gvk, gvk.GroupVersion().WithResource(plural), gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind)), scope)
+	}
+	core := corev1.SchemeGroupVersion
+	add(core.WithKind("Namespace"), "namespaces", meta.RESTScopeRoot)
+	add(core.WithKind("Node"), "nodes", meta.RESTScopeRoot)
+	add(core.WithKind("ConfigMap"), "configmaps", meta.RESTScopeNamespace)
+	add(core.WithKind("Secret"), "secrets", meta.RESTScopeNamespace)
+	add(core.WithKind("Pod"), "pods", meta.RESTScopeNamespace)
+	add(core.WithKind("Service"), "services", meta.RESTScopeNamespace)
+	add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", meta.RESTScopeNamespace)
+	if kind.Kind != "" && resource.Resource != "" {
+		scope := meta.RESTScopeRoot
+		if namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		if _, err := m.RESTMapping(kind.GroupKind(), kind.Version); err != nil {
+			m.AddSpecific(kind, resource, resource.GroupVersion().WithResource(strings.ToLower(kind.Kind)), scope)
+		}
+	}
+	return m
+}
+
+func runCase(in caseIn) (caseOut, error) {
+	out := caseOut{Upstream: upstreamVersion}
+	c, err := parseConfig(in.Config)
+	if err != nil {
+		return out, err
+	}
+	if why := refusal(c); why != "" {
+		out.Refused = why
+		return out, nil
+	}
+	attrs, kind, resource, err := attributesOf(in.Review)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range c.policies {
+		if p.Spec.ParamKind != nil {
+			gv, err := schema.ParseGroupVersion(p.Spec.ParamKind.APIVersion)
+			if err != nil || gv != corev1.SchemeGroupVersion || (p.Spec.ParamKind.Kind != "ConfigMap" && p.Spec.ParamKind.Kind != "Secret" && p.Spec.ParamKind.Kind != "Namespace") {
+				return out, fmt.Errorf("policy %q: paramKind %s %s: the oracle takes v1 ConfigMap, Secret and Namespace parameters", p.Name, p.Spec.ParamKind.APIVersion, p.Spec.ParamKind.Kind)
+			}
+		}
+	}
+
+	seeded := append([]k8sruntime.Object{}, c.objects...)
+	for _, p := range c.policies {
+		seeded = append(seeded, p)
+	}
+	for _, b := range c.bindings {
+		seeded = append(seeded, b)
+	}
+	client := fake.NewSimpleClientset(seeded...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	dynamicClient := dynamicfake.NewSimpleDynamicClient(clientgoscheme.Scheme)
+	stop := make(chan struct{})
+	defer close(stop)
+
+	plugin, err := validating.NewPlugin(nil)
+	if err != nil {
+		return out, fmt.Errorf("validating.NewPlugin: %v", err)
+	}
+	plugin.SetExternalKubeInformerFactory(factory)
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetRESTMapper(restMapper(c, kind, resource, attrs.GetNamespace() != ""))
+	plugin.SetDynamicClient(dynamicClient)
+	plugin.SetDrainedNotification(stop)
+	plugin.SetAuthorizer(noAuthorizer{})
+	if err := plugin.ValidateInitialization(); err != nil {
+		return out, fmt.Errorf("ValidatingAdmissionPolicy plugin: %v", err)
+	}
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	// The server's handler chain around admission: the audit context (level Metadata, where
+	// the policies' annotations are recorded) and the warning recorder.
+	var validateErr error
+	var annotations map[string]string
+	handler := filters.WithWarningRecorder(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := audit.WithAuditContext(r.Context())
+		ac := audit.AuditContextFrom(ctx)
+		_ = ac.Init(audit.RequestAuditConfig{Level: auditinternal.LevelMetadata}, nil)
+		objectInterfaces := admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
+		validateErr = admission.WithAudit(plugin).(admission.ValidationInterface).Validate(ctx, attrs, objectInterfaces)
+		annotations = ac.GetEventAnnotations()
+		out.Webhooks = matchWebhooks(ctx, c, attrs, kind)
+		w.WriteHeader(http.StatusOK)
+	}))
+	recorder := httptest.NewRecorder()
+	handler.ServeHTTP(recorder, httptest.NewRequest(http.MethodPost, "/", nil))
+
+	out.AuditAnnotations = annotations
+	warnings, _ := utilnet.ParseWarningHeaders(recorder.Header().Values("Warning"))
+	for _, w := range warnings {
+		out.Warnings = append(out.Warnings, w.Text)
+	}
+	if validateErr == nil {
+		out.Allowed = true
+		out.Code = http.StatusOK
+		return out, nil
+	}
+	var status *metav1.Status
+	if s, ok := validateErr.(apierrors.APIStatus); ok {
+		st := s.Status()
+		status = &st
+	} else {
+		status = responsewriters.ErrorToAPIStatus(validateErr)
+	}
+	out.Code = status.Code
+	out.Reason = string(status.Reason)
+	out.Message = status.Message
+	return out, nil
+}
+
+// matchWebhooks: each webhook's matchConditions on the request, as the webhook plugin's
+// matcher decides them (rules and selectors are not consulted).
+func matchWebhooks(ctx context.Context, c *config, attrs admission.Attributes, kind schema.GroupVersionKind) []webhookOut {
+	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	versioned := &admission.VersionedAttributes{
+		Attributes:         attrs,
+		VersionedKind:      kind,
+		VersionedObject:    attrs.GetObject(),
+		VersionedOldObject: attrs.GetOldObject(),
+	}
+	var accessors []webhook.WebhookAccessor
+	for _, w := range c.validating {
+		for i := range w.Webhooks {
+			accessors = append(accessors, webhook.NewValidatingWebhookAccessor(fmt.Sprintf("%s/%d", w.Name, i), w.Name, &w.Webhooks[i]))
+		}
+	}
+	for _, w := range c.mutating {
+		for i := range w.Webhooks {
+			accessors = append(accessors, webhook.NewMutatingWebhookAccessor(fmt.Sprintf("%s/%d", w.Name, i), w.Name, &w.Webhooks[i]))
+		}
+	}
+	var out []webhookOut
+	for _, a := range accessors {
+		result := a.GetCompiledMatcher(compiler).Match(ctx, versioned, nil, noAuthorizer{})
+		o := webhookOut{Name: a.GetName()}
+		switch {
+		case result.Error != nil:
+			o.Match, o.Error = "error", result.Error.Error()
+		case result.Matches:
+			o.Match = "true"
+		default:
+			o.Match, o.Condition = "false", result.FailedConditionName
+		}
+		out = append(out, o)
+	}
+	return out
+}

@@ -19,8 +19,8 @@
 //!
 //! Evaluation is bounded (`runtime.rs`): every call and every comprehension iteration is a
 //! step, large strings and lists cost in proportion to their size, with the API server's
-//! budgets (1,000,000 per expression, 2,500,000 per webhook) and a 100 ms wall-clock limit
-//! per webhook on top.
+//! budgets (1,000,000 per expression, 2,500,000 per webhook); the review's deadline is the
+//! only time bound.
 
 use kube_cel::cel;
 
@@ -37,7 +37,7 @@ mod types;
 
 pub(crate) use check::{Authz, Env, Returns};
 pub(crate) use convert::{json_value, request_value};
-pub(crate) use runtime::{evaluate, Condition, Outcome, Variables};
+pub(crate) use runtime::{evaluate, Condition, Outcome, Variables, DEADLINE_PASSED};
 #[cfg(test)]
 pub(crate) use runtime::{evaluate_within, Limits};
 pub(crate) use session::{with_session, Activation, Declared, Evaluated, Failure, PhaseLimits, Session};

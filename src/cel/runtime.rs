@@ -7,14 +7,16 @@
 //! one per [`BYTES_PER_STEP`] bytes (or elements) of strings and lists built by calls that grow
 //! them, and — before the call — the size of what `replace`, `lists.range`, `distinct` and the
 //! `sets` functions would build or compare. The same budgets apply, in steps, with the API
-//! server's error texts. On top, a webhook's conditions together may run for [`DEADLINE`] at
-//! most: a check made at every step, for what steps underestimate.
+//! server's error texts. No wall-clock limit decides: the only time bound is the review's own
+//! deadline (the caller's `?timeout=`, less the gateway's margin), checked at every step, so
+//! an evaluation that cannot finish in time fails under the webhook's failurePolicy, as a call
+//! that timed out does.
 
 use kube_cel::cel;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cel::common::ast::{Expr, IdedExpr, LiteralValue};
 use cel::common::types::CelNull;
@@ -27,9 +29,6 @@ use super::convert::CelValue;
 use super::functions::{authorizer, charged, guard, is_quantity, map, quantity, select, sized, step};
 use super::{names, Program};
 
-/// Wall-clock limit for one webhook's conditions together.
-pub(crate) const DEADLINE: Duration = Duration::from_millis(100);
-
 /// The bounds of one webhook's evaluation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -37,11 +36,15 @@ pub(crate) struct Limits {
     pub(crate) per_expression: u64,
     /// `RuntimeCELCostBudgetMatchConditions`, in steps.
     pub(crate) per_webhook: u64,
-    pub(crate) deadline: Duration,
+    /// The review's deadline, when the caller gave one.
+    pub(crate) deadline: Option<Instant>,
 }
 
 pub(crate) const LIMITS: Limits =
-    Limits { per_expression: 1_000_000, per_webhook: 2_500_000, deadline: DEADLINE };
+    Limits { per_expression: 1_000_000, per_webhook: 2_500_000, deadline: None };
+/// The text of an evaluation stopped by the review's deadline.
+pub(crate) const DEADLINE_PASSED: &str =
+    "evaluation cancelled: the review's deadline passed before it finished";
 /// Size charged as one step (cel-go charges string work at 0.1 per byte).
 pub(super) const BYTES_PER_STEP: u64 = 10;
 
@@ -89,7 +92,7 @@ pub(super) enum Exhausted {
 pub(super) struct Meter {
     pub(super) expression_left: u64,
     pub(super) webhook_left: u64,
-    pub(super) deadline: Instant,
+    pub(super) deadline: Option<Instant>,
     pub(super) exhausted: Option<Exhausted>,
 }
 
@@ -121,8 +124,13 @@ fn root() -> Context<'static> {
 
 /// Evaluates every condition in list order against `variables` (lent to the evaluation and
 /// given back), and decides as the API server's matcher: a false condition wins, then errors.
-pub(crate) fn evaluate(conditions: &[Condition<'_>], variables: &mut Variables) -> Outcome {
-    evaluate_within(conditions, variables, LIMITS)
+/// `deadline` is the review's.
+pub(crate) fn evaluate(
+    conditions: &[Condition<'_>],
+    variables: &mut Variables,
+    deadline: Option<Instant>,
+) -> Outcome {
+    evaluate_within(conditions, variables, Limits { deadline, ..LIMITS })
 }
 
 pub(crate) fn evaluate_within(
@@ -161,7 +169,7 @@ fn evaluate_in(ctx: &Context<'_>, conditions: &[Condition<'_>], limits: Limits) 
     METER.set(Some(Meter {
         expression_left: limits.per_expression,
         webhook_left: limits.per_webhook,
-        deadline: Instant::now() + limits.deadline,
+        deadline: limits.deadline,
         exhausted: None,
     }));
     let mut errors: Vec<String> = Vec::new();
@@ -183,10 +191,7 @@ fn evaluate_in(ctx: &Context<'_>, conditions: &[Condition<'_>], limits: Limits) 
                 break;
             }
             (Some(Exhausted::Deadline), _) => {
-                whole = Some(format!(
-                    "match conditions ran longer than admission-gateway's limit of {} ms, no further conditions will be run",
-                    limits.deadline.as_millis()
-                ));
+                whole = Some(format!("{DEADLINE_PASSED}, no further conditions will be run"));
                 break;
             }
             (Some(Exhausted::Expression), _) => EXPRESSION_BUDGET.to_owned(),
@@ -283,18 +288,13 @@ pub(super) fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Time the evaluation spent waiting (for the authorizer): moves the deadline by as much.
-pub(super) fn not_charged(waited: std::time::Duration) {
-    meter(|m| m.deadline += waited);
-}
-
 pub(super) fn meter<T>(f: impl FnOnce(&mut Meter) -> T) -> T {
     METER.with(|cell| {
         let mut meter = cell.get().unwrap_or(Meter {
             // Evaluated outside `evaluate` (probes in tests).
             expression_left: LIMITS.per_expression,
             webhook_left: LIMITS.per_webhook,
-            deadline: Instant::now() + LIMITS.deadline,
+            deadline: None,
             exhausted: None,
         });
         let out = f(&mut meter);
@@ -312,7 +312,7 @@ pub(super) fn charge(steps: u64) -> Result<(), ExecutionError> {
                 m.exhausted = Some(Exhausted::Expression);
             } else if steps > m.webhook_left {
                 m.exhausted = Some(Exhausted::Webhook);
-            } else if Instant::now() >= m.deadline {
+            } else if m.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 m.exhausted = Some(Exhausted::Deadline);
             } else {
                 m.expression_left -= steps;

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kube_cel::cel;
 
@@ -22,7 +22,8 @@ use cel::{Context, ExecutionError, FunctionContext, ResolveResult};
 use super::convert::CelValue;
 use super::names;
 use super::runtime::{
-    describe, literal_str, meter, type_name, Exhausted, Meter, EXPRESSION_BUDGET, METER, ROOT, WEBHOOK_BUDGET,
+    describe, literal_str, meter, type_name, Exhausted, Meter, DEADLINE_PASSED, EXPRESSION_BUDGET, METER,
+    ROOT, WEBHOOK_BUDGET,
 };
 use super::Program;
 
@@ -34,6 +35,8 @@ pub(crate) struct Activation {
     pub(crate) request: Option<CelValue>,
     pub(crate) namespace_object: Option<CelValue>,
     pub(crate) params: Option<CelValue>,
+    /// The review's deadline, when the caller gave one: the only time bound of its phases.
+    pub(crate) deadline: Option<Instant>,
 }
 
 /// One entry of `spec.variables`, compiled (`Err`: the compile error).
@@ -50,8 +53,6 @@ pub(crate) struct PhaseLimits {
     pub(crate) per_expression: u64,
     /// The phase's budget, in steps.
     pub(crate) per_phase: u64,
-    /// Wall-clock limit of the phase (admission-gateway's own, on top of the API server's).
-    pub(crate) deadline: Duration,
 }
 
 /// What an expression evaluated to.
@@ -113,7 +114,7 @@ pub(crate) fn with_session<T>(
         }
         TABLE.with(|t| *t.borrow_mut() = Some(Table { declared: declared.to_vec(), memo: HashMap::new() }));
         let ctx = Context::Child { parent: root, variables: bound, resolver: None };
-        let mut session = Session { ctx: &ctx };
+        let mut session = Session { ctx: &ctx, deadline: activation.deadline };
         let out = f(&mut session);
         TABLE.with(|t| *t.borrow_mut() = None);
         METER.set(None);
@@ -131,6 +132,7 @@ pub(crate) fn with_session<T>(
 /// An activation in which phases run.
 pub(crate) struct Session<'c> {
     ctx: &'c Context<'c>,
+    deadline: Option<Instant>,
 }
 
 impl Session<'_> {
@@ -140,11 +142,10 @@ impl Session<'_> {
         METER.set(Some(Meter {
             expression_left: limits.per_expression,
             webhook_left: limits.per_phase,
-            deadline: Instant::now() + limits.deadline,
+            deadline: self.deadline,
             exhausted: None,
         }));
         PER_EXPRESSION.set(limits.per_expression);
-        DEADLINE_MS.set(limits.deadline.as_millis());
     }
 
     /// Variables are evaluated afresh from here on, on the same budget (the API server's
@@ -169,10 +170,9 @@ impl Session<'_> {
         let result = catch_unwind(AssertUnwindSafe(|| Value::resolve(&program.expr, self.ctx)));
         match (meter(|m| m.exhausted), result) {
             (Some(Exhausted::Webhook), _) => Err(Failure::Phase(WEBHOOK_BUDGET.to_owned())),
-            (Some(Exhausted::Deadline), _) => Err(Failure::Phase(format!(
-                "evaluation ran longer than admission-gateway's limit of {} ms, no further validation rules will be run",
-                DEADLINE_MS.get()
-            ))),
+            (Some(Exhausted::Deadline), _) => {
+                Err(Failure::Phase(format!("{DEADLINE_PASSED}, no further validation rules will be run")))
+            }
             (Some(Exhausted::Expression), _) => Err(Failure::Expression(EXPRESSION_BUDGET.to_owned())),
             (None, Ok(Ok(value))) => Ok(match value {
                 Value::Bool(b) => Evaluated::Bool(b),
@@ -188,7 +188,6 @@ impl Session<'_> {
 
 thread_local! {
     static PER_EXPRESSION: std::cell::Cell<u64> = const { std::cell::Cell::new(1_000_000) };
-    static DEADLINE_MS: std::cell::Cell<u128> = const { std::cell::Cell::new(100) };
 }
 
 /// `@gateway.variable('name')`: the variable's value, evaluated on first reference in the

@@ -60,7 +60,7 @@ fn eval_with(conditions: &[(&str, &str)], object: Option<&Json>, old: Option<&Js
         old_object: Some(json_value(old)),
         request: Some(request_value(&request())),
     };
-    let outcome = evaluate(&conditions, &mut variables);
+    let outcome = evaluate(&conditions, &mut variables, None);
     assert!(variables.object.is_some() && variables.request.is_some(), "variables are given back");
     outcome
 }
@@ -413,8 +413,7 @@ const WEBHOOK_BUDGET: &str =
 
 #[test]
 fn evaluation_is_bounded_by_steps() {
-    let small =
-        Limits { per_expression: 1_000, per_webhook: 2_500, deadline: std::time::Duration::from_secs(60) };
+    let small = Limits { per_expression: 1_000, per_webhook: 2_500, deadline: None };
     // Every comprehension iteration is a step.
     let loop_of = |n: u32| format!("lists.range({n}).all(i, i >= 0)");
     assert_eq!(eval_within(&[("a", &loop_of(100))], small), Outcome::Match);
@@ -442,8 +441,7 @@ fn evaluation_is_bounded_by_steps() {
 
 #[test]
 fn evaluation_is_bounded_by_size() {
-    let small =
-        Limits { per_expression: 1_000, per_webhook: 2_500, deadline: std::time::Duration::from_secs(60) };
+    let small = Limits { per_expression: 1_000, per_webhook: 2_500, deadline: None };
     // Strings built by concatenation are charged by their size (one step per 10 bytes)...
     let doubling = "[object.metadata.name + object.metadata.name].map(a, a + a + a + a + a + a + a + a + a + a).map(b, b + b + b + b + b + b + b + b + b + b).map(c, c + c + c + c + c + c + c + c + c + c).size() > 0";
     assert!(
@@ -469,28 +467,23 @@ fn evaluation_is_bounded_by_size() {
 }
 
 #[test]
-fn evaluation_is_bounded_in_time() {
-    // Nested loops far beyond any budget: stopped by the budget or the deadline, quickly.
+fn evaluation_is_bounded_by_cost_not_by_time() {
+    // Nested loops far beyond any budget: stopped by the budget, whatever the clock says.
     let nested = "lists.range(1000).all(a, lists.range(1000).all(b, lists.range(1000).all(c, true)))";
-    let started = std::time::Instant::now();
     let outcome = eval(&[("a", nested), ("b", nested)]);
-    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
     assert!(
-        matches!(&outcome, Outcome::Error { message, .. } if message.contains(EXPRESSION_BUDGET) || message.contains("ran longer than admission-gateway's limit of 100 ms")),
+        matches!(&outcome, Outcome::Error { message, .. } if message.contains(EXPRESSION_BUDGET)),
         "{outcome:?}"
     );
-    let limits = Limits {
-        per_expression: u64::MAX,
-        per_webhook: u64::MAX,
-        deadline: std::time::Duration::from_millis(20),
-    };
-    let started = std::time::Instant::now();
+    // The review's deadline is the only time bound: an evaluation still running then fails as
+    // a whole, with a text that says so. (A deadline already past: no timing involved.)
+    let limits =
+        Limits { per_expression: u64::MAX, per_webhook: u64::MAX, deadline: Some(std::time::Instant::now()) };
     let outcome = eval_within(&[("a", "true"), ("b", nested), ("c", "false")], limits);
-    assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
     assert_eq!(
         outcome,
         Outcome::Error {
-            message: "match conditions ran longer than admission-gateway's limit of 20 ms, no further conditions will be run".into(),
+            message: "evaluation cancelled: the review's deadline passed before it finished, no further conditions will be run".into(),
             conditions: vec![],
         }
     );
@@ -503,7 +496,7 @@ fn variables_not_lent_stay_unconverted() {
     let program = compile("object == null").unwrap();
     let conditions = [Condition { name: "c", expression: "object == null", program: &program }];
     let mut variables = Variables { request: Some(request_value(&request())), ..Variables::default() };
-    assert_eq!(evaluate(&conditions, &mut variables), Outcome::Match, "an unconverted object is null");
+    assert_eq!(evaluate(&conditions, &mut variables, None), Outcome::Match, "an unconverted object is null");
     assert!(variables.object.is_none() && variables.old_object.is_none(), "nothing is made up for them");
     assert!(variables.request.is_some(), "what was lent comes back");
 }
@@ -607,11 +600,7 @@ fn a_session_evaluates_variables_lazily_once_per_phase() {
     let env = Env { variables: Some(vec!["broken".into(), "name".into(), "shout".into()]), ..Env::default() };
     let program = |e: &str| compile_in(e, &env).unwrap();
     let mut activation = Activation { object: Some(json_value(Some(&pod()))), ..Activation::default() };
-    let limits = PhaseLimits {
-        per_expression: 1_000_000,
-        per_phase: 10_000_000,
-        deadline: std::time::Duration::from_secs(1),
-    };
+    let limits = PhaseLimits { per_expression: 1_000_000, per_phase: 10_000_000 };
     with_session(&mut activation, &variables, |session| {
         session.begin_phase(limits);
         assert_eq!(session.eval(&program("variables.shout == 'web!'")), Ok(Evaluated::Bool(true)));

@@ -48,6 +48,7 @@ pub(crate) async fn evaluate(
     state: &mut State,
     cluster: Option<&Cluster>,
     phase: Phase,
+    deadline: Option<tokio::time::Instant>,
 ) -> Result<Option<Skip>, Status> {
     if hook.match_conditions.is_empty() {
         return Ok(None);
@@ -65,12 +66,11 @@ pub(crate) async fn evaluate(
     if uses.request && state.variables.request.is_none() {
         state.variables.request = Some(request_value(&request(review)));
     }
-    let outcome = if let (true, Some(cluster)) = (uses.authorizer, cluster) {
-        let scope = state.authorizer.get_or_insert_with(|| scope(cluster, review)).clone();
-        with_authorizer(hook, scope, &mut state.variables).await
-    } else {
-        cel::evaluate(&conditions_of(&hook.match_conditions), &mut state.variables)
+    let scope = match (uses.authorizer, cluster) {
+        (true, Some(cluster)) => Some(state.authorizer.get_or_insert_with(|| scope(cluster, review)).clone()),
+        _ => None,
     };
+    let outcome = off_thread(hook, scope, &mut state.variables, deadline).await;
     record(hook, review, phase, &outcome, started.elapsed());
     match outcome {
         Outcome::Match => Ok(None),
@@ -123,17 +123,47 @@ fn conditions_of(compiled: &[MatchCondition]) -> Vec<Condition<'_>> {
         .collect()
 }
 
-/// Evaluates `hook`'s conditions with an authorizer. Its checks block on SubjectAccessReviews,
-/// so they run on a blocking thread: the serving thread goes on with its other reviews
-/// (`server/threads.rs`). A panic in the CEL library is already an evaluation error
-/// (`cel/runtime.rs`); a blocking task that ends otherwise (cancelled at shutdown)
-/// is one too.
-async fn with_authorizer(hook: &Hook, scope: authorizer::Scope, variables: &mut Variables) -> Outcome {
+/// How many CEL evaluations (match conditions, policies) run at once: the serving threads'
+/// count, doubled (an evaluation waiting on the authorizer's SubjectAccessReviews holds its
+/// slot).
+pub(crate) fn slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        tokio::sync::Semaphore::new(2 * cores)
+    })
+}
+
+/// Evaluates `hook`'s conditions on a blocking thread, so that no review waits behind
+/// another's CEL (a comprehension over thousands of labels runs beside the serving threads,
+/// `server/threads.rs`), and the authorizer's checks, which block on SubjectAccessReviews,
+/// block no serving thread. At most [`slots`] at once; a review waits for one only until its
+/// deadline. A panic in the CEL library is already an evaluation error (`cel/runtime.rs`); a
+/// blocking task that ends otherwise (cancelled at shutdown), or no slot before the deadline,
+/// is one too: never a match by default.
+async fn off_thread(
+    hook: &Hook,
+    scope: Option<authorizer::Scope>,
+    variables: &mut Variables,
+    deadline: Option<tokio::time::Instant>,
+) -> Outcome {
+    let permit = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, slots().acquire()).await.ok(),
+        None => Some(slots().acquire().await),
+    };
+    let Some(Ok(permit)) = permit else {
+        return Outcome::Error {
+            message: format!("{}, no further conditions will be run", cel::DEADLINE_PASSED),
+            conditions: Vec::new(),
+        };
+    };
     let owned = hook.match_conditions.clone();
     let mut lent = std::mem::take(variables);
+    let deadline = deadline.map(tokio::time::Instant::into_std);
     let evaluated = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let outcome =
-            authorizer::with_scope(Some(scope), || cel::evaluate(&conditions_of(&owned), &mut lent));
+            authorizer::with_scope(scope, || cel::evaluate(&conditions_of(&owned), &mut lent, deadline));
         (outcome, lent)
     })
     .await;
@@ -259,7 +289,7 @@ mod tests {
         let mut variables =
             Variables { request: Some(request_value(&json!({"name": "web"}))), ..Variables::default() };
 
-        let outcome = with_authorizer(&snapshot.validating[0], scope, &mut variables).await;
+        let outcome = off_thread(&snapshot.validating[0], Some(scope), &mut variables, None).await;
         assert_eq!(outcome, Outcome::Match);
         assert_eq!(checks.0.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert!(variables.request.is_some(), "the variables are lent back");

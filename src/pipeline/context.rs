@@ -197,8 +197,16 @@ impl<'r> Review<'r> {
         if let Some(skip) = matching::should_call(hook, self.request, &self.object, &self.namespace)? {
             return Ok(Some(skip));
         }
-        conditions::evaluate(hook, self.request, &mut self.object, &mut self.conditions, self.cluster, phase)
-            .await
+        conditions::evaluate(
+            hook,
+            self.request,
+            &mut self.object,
+            &mut self.conditions,
+            self.cluster,
+            phase,
+            self.budget.deadline(),
+        )
+        .await
     }
 
     pub(crate) fn skipped(&mut self, hook: &Hook, phase: Phase, round: u8, skip: &Skip) {

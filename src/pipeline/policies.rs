@@ -57,25 +57,9 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     let namespace = namespace_object(review.request, &review.namespace);
     let old_object: Option<Value> =
         review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
-    let results = match review.cluster {
-        Some(cluster) if policies.iter().any(|p| p.uses_authorizer()) => {
-            let object = review.object.tree().cloned();
-            let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
-            with_authorizer(cluster, owned).await
-        }
-        cluster => {
-            let attributes = Attributes {
-                review: review.request,
-                object: review.object.tree(),
-                old_object: old_object.as_ref(),
-                namespace: namespace.as_ref(),
-            };
-            match cluster {
-                Some(cluster) => policy::evaluate(&policies, &attributes, &Live(&cluster.params)),
-                None => policy::evaluate(&policies, &attributes, &NoLookups),
-            }
-        }
-    };
+    let object = review.object.tree().cloned();
+    let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
+    let results = off_thread(review.cluster, owned, review.budget.deadline()).await?;
     if results.iter().any(|result| result.matched) {
         if let Some(status) = namespace_failure(review.request, &review.namespace) {
             // The API server fetches the namespace of a namespaced request for the first
@@ -126,29 +110,60 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     }
 }
 
-/// What an evaluation with an authorizer owns: policies, request, object, old object,
-/// namespace.
+/// What an evaluation owns: policies, request, object, old object, namespace.
 type Owned = (Arc<Policies>, IncomingReview, Option<Value>, Option<Value>, Option<Value>);
 
-/// Evaluates with the CEL authorizer, whose checks block on SubjectAccessReviews: on a
-/// blocking thread, so the serving thread goes on with its other reviews (as matchConditions
-/// do, `conditions.rs`). An evaluation that does not finish (cancelled at shutdown) is empty:
-/// the request is then decided without the policies only if it is being abandoned anyway.
-async fn with_authorizer(cluster: &Cluster, owned: Owned) -> Vec<PolicyResult> {
-    let scope = conditions::scope(cluster, &owned.1);
-    let params = Arc::clone(&cluster.params);
+/// Evaluates the policies on a blocking thread, so that no review waits behind another's
+/// CEL: a 3,200-label comprehension or a selector over hundreds of parameters runs beside
+/// the serving threads, which go on with their other reviews. At most [`conditions::slots`] at once; a
+/// review waits for a slot only until its deadline. The CEL authorizer's checks block on
+/// SubjectAccessReviews, which is one more reason for a thread of their own.
+///
+/// Never open: an evaluation that does not finish (a panic outside the CEL library, whose
+/// own panics are errors of their expression, or cancellation at shutdown), or that found no
+/// slot before the review's deadline, fails the request with an internal error whatever the
+/// policies' failurePolicy: which policies matched is not known then.
+async fn off_thread(
+    cluster: Option<&Cluster>,
+    owned: Owned,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Vec<PolicyResult>, Status> {
+    let permit = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, conditions::slots().acquire()).await.ok(),
+        None => Some(conditions::slots().acquire().await),
+    };
+    let Some(Ok(permit)) = permit else {
+        return Err(crate::pipeline::verdict::internal_error(
+            "the review's deadline passed before its admission policies could be evaluated",
+        ));
+    };
+    let scope = match cluster {
+        Some(cluster) if owned.0.iter().any(|p| p.uses_authorizer()) => {
+            Some(conditions::scope(cluster, &owned.1))
+        }
+        _ => None,
+    };
+    let params = cluster.map(|cluster| Arc::clone(&cluster.params));
+    let deadline = deadline.map(tokio::time::Instant::into_std);
     let evaluated = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let (policies, review, object, old_object, namespace) = owned;
         let attributes = Attributes {
             review: &review,
             object: object.as_ref(),
             old_object: old_object.as_ref(),
             namespace: namespace.as_ref(),
+            deadline,
         };
-        authorizer::with_scope(Some(scope), || policy::evaluate(&policies, &attributes, &Live(&params)))
+        authorizer::with_scope(scope, || match &params {
+            Some(params) => policy::evaluate(&policies, &attributes, &Live(params)),
+            None => policy::evaluate(&policies, &attributes, &NoLookups),
+        })
     })
     .await;
-    evaluated.unwrap_or_default()
+    evaluated.map_err(|_| {
+        crate::pipeline::verdict::internal_error("the evaluation of the admission policies did not finish")
+    })
 }
 
 /// The cluster's parameters as an evaluation reads them.

@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -46,6 +46,7 @@ pub(crate) fn evaluate(
 ) -> Vec<PolicyResult> {
     let review = attributes.review;
     let mut state = State::new();
+    state.activation.deadline = attributes.deadline;
     let mut results = Vec::new();
     for policy in policies.iter().filter(|p| !p.bindings.is_empty()) {
         let started = std::time::Instant::now();
@@ -70,6 +71,9 @@ pub(crate) struct Attributes<'a> {
     /// The request's namespace as an object (`namespaceObject`; its labels for selectors),
     /// fetched by the pipeline beforehand; `None` when the request has none or it is unknown.
     pub(crate) namespace: Option<&'a Value>,
+    /// The review's deadline: an evaluation still running then fails under its
+    /// failurePolicy, as a webhook call that timed out.
+    pub(crate) deadline: Option<std::time::Instant>,
 }
 
 /// Live state an evaluation may read: parameters from the API server (cluster mode).
@@ -324,12 +328,11 @@ fn namespace_object<'a>(attributes: &Attributes<'a>) -> Option<&'a Value> {
 // ---------------------------------------------------------------------------------------------
 // One policy
 
-/// The budgets (k8s.io/apiserver `pkg/apis/cel/config.go`) in the metering's steps, and the
-/// gateway's own wall-clock limit per phase.
+/// The budgets (k8s.io/apiserver `pkg/apis/cel/config.go`) in the metering's steps. No
+/// wall-clock limit: the review's deadline (`Attributes::deadline`) is the only time bound.
 const PER_EXPRESSION: u64 = 1_000_000;
 const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
 const EVALUATION_BUDGET: u64 = 10_000_000;
-const PHASE_DEADLINE: Duration = Duration::from_millis(100);
 /// A messageExpression result longer than this is not used.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 /// Audit annotation values are cut to this many bytes.
@@ -338,7 +341,7 @@ const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
 fn limits(per_phase: u64) -> PhaseLimits {
     #[cfg(test)]
     let per_phase = tests::BUDGET.get().unwrap_or(per_phase);
-    PhaseLimits { per_expression: PER_EXPRESSION, per_phase, deadline: PHASE_DEADLINE }
+    PhaseLimits { per_expression: PER_EXPRESSION, per_phase }
 }
 
 fn evaluate_policy(

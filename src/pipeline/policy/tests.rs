@@ -65,11 +65,23 @@ fn run_with(
     request: Value,
     namespace: Option<Value>,
 ) -> Run {
+    run_until(policies, bindings, others, request, namespace, None)
+}
+
+fn run_until(
+    policies: Vec<Value>,
+    bindings: Vec<Value>,
+    others: Vec<Value>,
+    request: Value,
+    namespace: Option<Value>,
+    deadline: Option<std::time::Instant>,
+) -> Run {
     let (policies, _problems) = compile(policies, bindings, others);
     let review = review(&request);
     let object = request.get("object").filter(|o| !o.is_null());
     let old_object = request.get("oldObject").filter(|o| !o.is_null());
-    let attributes = Attributes { review: &review, object, old_object, namespace: namespace.as_ref() };
+    let attributes =
+        Attributes { review: &review, object, old_object, namespace: namespace.as_ref(), deadline };
     Run { results: evaluate(&policies, &attributes, &NoLookups) }
 }
 
@@ -739,8 +751,13 @@ fn the_authorizer_is_asked_within_the_callers_scope() {
     assert!(policies.iter().next().unwrap().uses_authorizer());
     let request = create(pod("web", json!({})));
     let review = review(&request);
-    let attributes =
-        Attributes { review: &review, object: request.get("object"), old_object: None, namespace: None };
+    let attributes = Attributes {
+        review: &review,
+        object: request.get("object"),
+        old_object: None,
+        namespace: None,
+        deadline: None,
+    };
     let scope =
         Scope { authorizer: std::sync::Arc::new(HealthzOnly), request_resource: ResourceTarget::default() };
     let results = with_scope(Some(scope), || evaluate(&policies, &attributes, &NoLookups));
@@ -785,6 +802,39 @@ fn a_spent_budget_replaces_the_evaluations_decisions_by_one_error() {
             format!("{prefix}expression 'object.missing == 1' resulted in error: no such key: missing"),
         ]
     );
+}
+
+#[test]
+fn the_reviews_deadline_is_the_only_time_bound_and_follows_the_failure_policy() {
+    // Hundreds of labels: more work than a wall-clock limit of old allowed on a busy machine, within
+    // the cost budget: allowed, however long the machine takes.
+    let labels: serde_json::Map<String, Value> = (0..400).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let spec = |failure: &str| {
+        json!({"failurePolicy": failure, "matchConstraints": pods_rule(), "validations": [
+            {"expression": "object.metadata.labels.all(k, object.metadata.labels[k] != '')"}]})
+    };
+    let request = create(pod("web", Value::Object(labels)));
+    let allowed = run(vec![policy("p", spec("Fail"))], vec![deny("p", &["Deny"])], request.clone());
+    assert!(allowed.denials().is_empty(), "{:?}", allowed.denials());
+    // A deadline already past (no timing involved): the evaluation fails as a whole, as a
+    // webhook call that timed out, under the policy's failurePolicy.
+    let past = Some(std::time::Instant::now());
+    let cancelled = "evaluation cancelled: the review's deadline passed before it finished, no further validation rules will be run";
+    let fail = run_until(
+        vec![policy("p", spec("Fail"))],
+        vec![deny("p", &["Deny"])],
+        vec![],
+        request.clone(),
+        None,
+        past,
+    );
+    assert_eq!(
+        fail.denials(),
+        [format!("pods \"web\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p-binding' denied request: {cancelled}")]
+    );
+    let ignore =
+        run_until(vec![policy("p", spec("Ignore"))], vec![deny("p", &["Deny"])], vec![], request, None, past);
+    assert!(ignore.denials().is_empty());
 }
 
 #[test]
@@ -866,8 +916,13 @@ fn lookups_answer_parameters_of_a_kind_the_configuration_lacks_and_get_their_kin
     };
     let request = create(pod("web", json!({})));
     let review = review(&request);
-    let attributes =
-        Attributes { review: &review, object: request.get("object"), old_object: None, namespace: None };
+    let attributes = Attributes {
+        review: &review,
+        object: request.get("object"),
+        old_object: None,
+        namespace: None,
+        deadline: None,
+    };
 
     // No ConfigMap configured: the cluster's.
     let (policies, _) = compile(vec![policy("p", spec.clone())], vec![bound()], vec![]);

@@ -721,6 +721,7 @@ fn sort_keyed(keyed: &mut [(Value, Value)]) -> Result<()> {
 fn select(operand: &Value, field: &str) -> Result<Value> {
     match operand {
         Value::Map(map) => map.get(&Key::str(field)).cloned().ok_or_else(|| Error::no_such_key(field)),
+        Value::Object(object) => object.field(field).ok_or_else(|| Error::no_such_key(field)),
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(v)) => opt_select(v, field),
         _ => Err(Error::no_such_key(field)),

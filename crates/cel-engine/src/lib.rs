@@ -21,3 +21,12 @@ pub use error::{Error, ErrorKind, Result};
 pub use eval::{Activation, Limits, Meter};
 pub use func::{Cost, Ctx, Host, NoHost, Registry, Style};
 pub use value::{Key, Map, Object, Type, Value};
+
+/// The parser's syntax tree (the `cel` crate's), for callers that inspect an expression.
+pub use cel::common::ast;
+
+/// Parses `source` (optional syntax on, as the API server's environment): the tree, or the
+/// parser's error text.
+pub fn parse(source: &str) -> std::result::Result<ast::IdedExpr, String> {
+    cel::parser::Parser::new().enable_optional_syntax(true).parse(source).map_err(|errors| errors.to_string())
+}

@@ -51,6 +51,11 @@ pub trait Object: Send + Sync + fmt::Debug + 'static {
     /// Equality with another value of the same library type.
     fn equals(&self, other: &dyn Object) -> bool;
     fn as_any(&self) -> &dyn Any;
+    /// A field selected from the value (`authorizer.requestResource`), if it has one.
+    fn field(&self, name: &str) -> Option<Value> {
+        let _ = name;
+        None
+    }
 }
 
 /// A CEL type, as `type(x)` returns it and as type identifiers (`int`, `string`) denote it.

@@ -258,7 +258,7 @@ impl Program {
     /// Evaluates the program. `Err` is the evaluation's error (a limit, a cancellation, or a
     /// runtime error nothing absorbed).
     pub fn evaluate(&self, activation: &dyn Activation, host: &dyn Host, meter: &mut Meter) -> Result<Value> {
-        let mut frame = Frame { activation, host, meter, locals: vec![Value::Null; self.locals] };
+        let mut frame = Frame { activation, host, meter, locals: vec![Ok(Value::Null); self.locals] };
         frame.eval(&self.root)
     }
 }
@@ -267,7 +267,8 @@ struct Frame<'a> {
     activation: &'a dyn Activation,
     host: &'a dyn Host,
     meter: &'a mut Meter,
-    locals: Vec<Value>,
+    /// Comprehension variables; an accumulator may hold an error, as in cel-go.
+    locals: Vec<Result<Value>>,
 }
 
 fn bool_of(v: &Result<Value>) -> Option<bool> {
@@ -294,12 +295,13 @@ impl Frame<'_> {
                 Ok(self.activation.var(*i))
             }
             Node::Lazy(i) => {
-                self.meter.charge(1)?;
+                // `variables` and its field: an identifier and a selection.
+                self.meter.charge(2)?;
                 self.activation.lazy(*i, self.meter, self.host)
             }
             Node::Local(slot) => {
                 self.meter.charge(1)?;
-                Ok(self.locals[*slot].clone())
+                self.locals[*slot].clone()
             }
             Node::Select { operand, field, test } => {
                 let operand = self.eval(operand)?;
@@ -443,14 +445,17 @@ impl Frame<'_> {
                 self.comprehension(*kind, &range, *var1, *var2, filter.as_deref(), body)
             }
             Node::Bind { slot, init, body } => {
-                let init = self.eval(init)?;
+                let init = self.eval(init);
+                if matches!(&init, Err(e) if e.is_fatal()) {
+                    return init;
+                }
                 self.locals[*slot] = init;
                 self.eval(body)
             }
             Node::OptMap { operand, slot, body, flat } => match self.eval(operand)? {
                 Value::Optional(None) => Ok(Value::Optional(None)),
                 Value::Optional(Some(v)) => {
-                    self.locals[*slot] = (*v).clone();
+                    self.locals[*slot] = Ok((*v).clone());
                     let out = self.eval(body)?;
                     if *flat {
                         match out {
@@ -482,7 +487,7 @@ impl Frame<'_> {
                 let Value::List(list) = self.eval(operand)? else { return Err(Error::no_such_overload()) };
                 let mut keyed = Vec::with_capacity(list.len());
                 for item in list.iter() {
-                    self.locals[*slot] = item.clone();
+                    self.locals[*slot] = Ok(item.clone());
                     keyed.push((self.eval(key)?, item.clone()));
                 }
                 sort_keyed(&mut keyed)?;
@@ -494,68 +499,78 @@ impl Frame<'_> {
 
     fn fold(&mut self, fold: &Fold) -> Result<Value> {
         let range = self.eval(&fold.range)?;
-        let mut accu = self.eval(&fold.init)?;
+        let init = self.eval(&fold.init);
+        if matches!(&init, Err(e) if e.is_fatal()) {
+            return init;
+        }
+        let mut accu = init;
         let items: Box<dyn Iterator<Item = (Value, Value)>> = match &range {
-            Value::List(list) => {
-                Box::new(list.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), v.clone())))
-            }
+            Value::List(list) => Box::new(list.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), v.clone()))),
             Value::Map(map) => Box::new(map.iter().map(|(k, v)| (k.to_value(), v.clone()))),
             _ => return Err(Error::new(format!("got '{}', expected iterable type", range.type_name()))),
         };
-        let two = fold.var2.is_some();
         for (first, second) in items {
             self.meter.tick()?;
             match (fold.var2, &range) {
                 (Some(var2), _) => {
-                    self.locals[fold.var1] = first;
-                    self.locals[var2] = second;
+                    self.locals[fold.var1] = Ok(first);
+                    self.locals[var2] = Ok(second);
                 }
-                (None, Value::List(_)) => self.locals[fold.var1] = second,
-                (None, _) => self.locals[fold.var1] = first,
+                (None, Value::List(_)) => self.locals[fold.var1] = Ok(second),
+                (None, _) => self.locals[fold.var1] = Ok(first),
             }
-            let _ = two;
             self.locals[fold.accu] = accu;
             let cond = self.eval(&fold.cond);
             if matches!(&cond, Err(e) if e.is_fatal()) {
                 return cond;
             }
             if bool_of(&cond) == Some(false) {
-                accu = std::mem::replace(&mut self.locals[fold.accu], Value::Null);
+                accu = std::mem::replace(&mut self.locals[fold.accu], Ok(Value::Null));
                 break;
             }
             accu = match &fold.step {
                 Step::General(step) => {
                     let next = self.eval(step);
-                    self.locals[fold.accu] = Value::Null;
-                    next?
+                    self.locals[fold.accu] = Ok(Value::Null);
+                    next
                 }
-                Step::Append(element) => self.append(fold.accu, None, element)?,
-                Step::AppendIf(filter, element) => self.append(fold.accu, Some(filter), element)?,
+                Step::Append(element) => self.append(fold.accu, None, element),
+                Step::AppendIf(filter, element) => self.append(fold.accu, Some(filter), element),
             };
+            if matches!(&accu, Err(e) if e.is_fatal()) {
+                return accu;
+            }
         }
         self.locals[fold.accu] = accu;
         let result = self.eval(&fold.result);
-        self.locals[fold.accu] = Value::Null;
+        self.locals[fold.accu] = Ok(Value::Null);
         result
     }
 
     /// `accu + [element]` (if `filter`), in place: the accumulator is taken out of its slot so
     /// that its list is not shared and can grow without a copy.
     fn append(&mut self, accu: usize, filter: Option<&Node>, element: &Node) -> Result<Value> {
+        let taken = std::mem::replace(&mut self.locals[accu], Ok(Value::Null));
         if let Some(filter) = filter {
             match self.eval(filter)? {
                 Value::Bool(true) => {}
                 Value::Bool(false) => {
                     self.meter.charge(1)?;
-                    return Ok(std::mem::replace(&mut self.locals[accu], Value::Null));
+                    return taken;
                 }
                 _ => return Err(Error::no_such_overload()),
             }
         }
-        let element = self.eval(element)?;
+        let element = self.eval(element);
+        if matches!(&element, Err(e) if e.is_fatal()) {
+            return element;
+        }
         // accu (1), the one-element list (10), `_+_` (1), as cel-go charges `accu + [e]`.
         self.meter.charge(1 + LIST_CREATE_COST + 1)?;
-        match std::mem::replace(&mut self.locals[accu], Value::Null) {
+        // `accu + [e]`: the accumulator's error first, as the operands are in that order.
+        let accumulated = taken?;
+        let element = element?;
+        match accumulated {
             Value::List(mut list) => {
                 Arc::make_mut(&mut list).push(element);
                 Ok(Value::List(list))
@@ -587,8 +602,8 @@ impl Frame<'_> {
         let mut map = Map::new();
         for (first, second) in entries {
             self.meter.tick()?;
-            self.locals[var1] = first.clone();
-            self.locals[var2] = second;
+            self.locals[var1] = Ok(first.clone());
+            self.locals[var2] = Ok(second);
             match kind {
                 Comprehension::All => {
                     let v = self.eval(body);
@@ -825,3 +840,6 @@ pub fn test_ctx<T>(f: impl FnOnce(&mut Ctx<'_>) -> T) -> T {
     let mut ctx = Ctx { meter: &mut meter, host: &crate::NoHost };
     f(&mut ctx)
 }
+
+#[cfg(test)]
+mod tests;

@@ -22,6 +22,7 @@ mod faults;
 mod loadtest_mock;
 mod logs;
 mod many_operations;
+mod oracle;
 mod match_conditions;
 mod matching;
 mod metrics;

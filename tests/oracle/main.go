@@ -354,6 +354,33 @@ func defaultWebhook(fp **admissionregistrationv1.FailurePolicyType, mp **admissi
 // creation: compiled in the stored-expression environment's stricter sibling
 // (environment.NewExpressions), as kubernetes' validation.go compiles a new policy's.
 func refusal(c *config) string {
+	// The two structural rules of validation.go a case can break (the rest it is written to
+	// meet): the reasons a validation may give and the validationActions a binding may list.
+	for _, p := range c.policies {
+		for i, v := range p.Spec.Validations {
+			if v.Reason != nil && *v.Reason != metav1.StatusReasonForbidden && *v.Reason != metav1.StatusReasonInvalid && *v.Reason != metav1.StatusReasonRequestEntityTooLarge {
+				return fmt.Sprintf("ValidatingAdmissionPolicy %q: spec.validations[%d].reason: Unsupported value: %q", p.Name, i, *v.Reason)
+			}
+		}
+	}
+	for _, b := range c.bindings {
+		seen := map[admissionregistrationv1.ValidationAction]bool{}
+		for i, a := range b.Spec.ValidationActions {
+			if a != admissionregistrationv1.Deny && a != admissionregistrationv1.Warn && a != admissionregistrationv1.Audit {
+				return fmt.Sprintf("ValidatingAdmissionPolicyBinding %q: spec.validationActions[%d]: Unsupported value: %q", b.Name, i, a)
+			}
+			if seen[a] {
+				return fmt.Sprintf("ValidatingAdmissionPolicyBinding %q: spec.validationActions[%d]: Duplicate value: %q", b.Name, i, a)
+			}
+			seen[a] = true
+		}
+		if len(b.Spec.ValidationActions) == 0 {
+			return fmt.Sprintf("ValidatingAdmissionPolicyBinding %q: spec.validationActions: Required value", b.Name)
+		}
+		if seen[admissionregistrationv1.Deny] && seen[admissionregistrationv1.Warn] {
+			return fmt.Sprintf("ValidatingAdmissionPolicyBinding %q: spec.validationActions: Invalid value: must not contain both Deny and Warn", b.Name)
+		}
+	}
 	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 	for _, p := range c.policies {
 		compiler, err := plugincel.NewCompositedCompiler(base)

@@ -1,10 +1,11 @@
 //! What the tests run that is not in the repository — etcd, kube-apiserver, agnhost, kubectl,
-//! openssl, Prometheus, kopf — provisioned by the test command itself on first use, so
-//! `cargo test --locked` passes on a fresh machine with nothing installed beforehand.
+//! openssl, Prometheus, kopf, the upstream oracle — provisioned by the test command itself on
+//! first use, so `cargo test --locked` passes on a fresh machine with nothing installed
+//! beforehand.
 //!
-//! One entry point per tool ([`control_plane`], [`openssl`], [`prometheus`], [`kopf`]). Each
-//! looks for its tool; when it is missing it runs `bash tests/provision/provision.sh TOOL`,
-//! which takes an exclusive lock on `$CACHE/locks/TOOL.lock` (`flock`), so concurrent test
+//! One entry point per tool ([`control_plane`], [`openssl`], [`prometheus`], [`kopf`],
+//! [`oracle`]). Each looks for its tool; when it is missing it runs
+//! `bash tests/provision/provision.sh TOOL`, which takes an exclusive lock on `$CACHE/locks/TOOL.lock` (`flock`), so concurrent test
 //! threads and test processes provision a tool once, installs or builds it, and prints its
 //! progress on standard error ("provisioning TOOL (first use, cached afterwards)…"; not
 //! captured by the test harness, so it shows in CI logs too). Within one test process the result
@@ -123,6 +124,32 @@ pub fn kopf() -> &'static Path {
         }
     })
     .as_path()
+}
+
+/// The upstream oracle (`tests/oracle/main.go`: k8s.io/apiserver's admission code, built by
+/// `tests/oracle/provision.sh`): `bash tests/provision/provision.sh oracle` is run once per test
+/// process whatever is cached, since it rebuilds the binary when `tests/oracle/main.go` changed
+/// (seconds when nothing did; a first provisioning downloads 285 MB and builds for ~5 minutes).
+/// The binary is the one `$CACHE/oracle-current` names.
+pub fn oracle() -> &'static Path {
+    static ORACLE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = ORACLE.get_or_init(|| {
+        provision("oracle")?;
+        let current = cache_dir().join("oracle-current");
+        let path = std::fs::read_to_string(&current).map_err(|e| {
+            format!("{} unreadable after `{}`: {e}", current.display(), command_line("oracle"))
+        })?;
+        let path = PathBuf::from(path.trim());
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{} names {}, which is missing", current.display(), path.display()))
+        }
+    });
+    match found {
+        Ok(path) => path.as_path(),
+        Err(why) => panic!("oracle is missing and could not be provisioned: {why}"),
+    }
 }
 
 /// Why a tool was not found.

@@ -743,10 +743,12 @@ fn select(operand: &Value, field: &str) -> Result<Value> {
     }
 }
 
-/// `has(operand.field)`.
+/// `has(operand.field)`: a field of null is absent (the upstream plugin: `has(params.x)` with
+/// no params is `false`, not an error).
 fn select_test(operand: &Value, field: &str) -> Result<Value> {
     match operand {
         Value::Map(map) => Ok(Value::Bool(map.contains_key(&Key::str(field)))),
+        Value::Null => Ok(Value::Bool(false)),
         Value::Optional(None) => Ok(Value::Bool(false)),
         Value::Optional(Some(v)) => select_test(v, field),
         _ => Err(Error::no_such_key(field)),

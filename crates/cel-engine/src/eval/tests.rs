@@ -58,7 +58,8 @@ fn logic_absorbs_errors_where_the_other_side_decides() {
 fn selection_indexing_and_presence() {
     is("has(object.metadata.name)", true);
     is("has(object.metadata.missing)", false);
-    is("has(object.nothing.x) || true", true);
+    is("has(object.nothing.x)", false);
+    fails("has(object.missing.x)", "no such key: missing");
     fails("object.nothing.x", "no such key: x");
     fails("object.metadata.name.x", "no such key: x");
     fails("has(object.metadata.name.x)", "no such key: x");

@@ -280,6 +280,11 @@ impl Compiler<'_> {
         for arg in args {
             nodes.push(self.expr(arg)?);
         }
+        if style == Style::Global && CONVERSIONS.contains(&name) {
+            if let [Node::Const(value)] = nodes.as_slice() {
+                return fold_conversion(&overloads, value.clone());
+            }
+        }
         Ok(Node::Call { name: Arc::from(name), overloads, args: nodes })
     }
 
@@ -367,6 +372,24 @@ impl Compiler<'_> {
         }
     }
 }
+
+/// cel-go's type conversion functions (`overloads.IsTypeConversionFunction`).
+const CONVERSIONS: &[&str] = &["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"];
+
+/// A conversion of a constant, made once when the program is built (cel-go's `OptOptimize`,
+/// `maybeOptimizeConstUnary`): one that cannot work refuses the program, as the API server
+/// refuses it at creation (`program instantiation failed: …`).
+fn fold_conversion(overloads: &crate::func::Overloads, value: Value) -> Compiled {
+    let mut meter = crate::eval::Meter::new(crate::eval::Limits { cost: u64::MAX, deadline: None });
+    let mut ctx = crate::func::Ctx { meter: &mut meter, host: &crate::func::NoHost };
+    match crate::func::dispatch(overloads, &mut ctx, &[value]) {
+        Ok(folded) => Ok(Node::Const(folded)),
+        Err(error) => Err(format!("{INSTANTIATION_FAILED}{}", error.message)),
+    }
+}
+
+/// The prefix of a compile error cel-go reports when the program is built, not checked.
+pub const INSTANTIATION_FAILED: &str = "program instantiation failed: ";
 
 /// `a.b.c` as a dotted name, when the expression is only identifiers and selections.
 fn dotted(e: &IdedExpr) -> Option<String> {

@@ -56,6 +56,10 @@ struct Case {
     name: String,
     config: Vec<Value>,
     review: Value,
+    /// What is compared: the policies' decision, or the matchConditions of the one webhook of
+    /// the configuration (as a [`Decision`] whose `reason` is `match: true|false|error` and
+    /// whose `message` is the false condition's name or the error).
+    webhook: bool,
 }
 
 /// What one side decided.
@@ -149,6 +153,7 @@ fn summary(upstream: &Outcome, gateway: &Outcome) -> String {
         match outcome {
             Outcome::Refused(why) => format!("refused ({})", cut(why)),
             Outcome::Hung => format!("still running after {} s (killed)", HUNG_AFTER.as_secs()),
+            Outcome::Decided(d) if d.reason.starts_with("match: ") => d.reason.clone(),
             Outcome::Decided(d) if d.allowed => "allowed".to_owned(),
             Outcome::Decided(d) => format!("denied {}", d.code),
         }
@@ -234,6 +239,13 @@ fn upstream(cases: &[Case]) -> Vec<Outcome> {
             outcomes.push(Outcome::Refused(refused.to_owned()));
             continue;
         }
+        if case.webhook {
+            let webhook = &answer["webhooks"][0];
+            let matched = webhook["match"].as_str().expect("the webhook's match");
+            let said = if matched == "error" { &webhook["error"] } else { &webhook["condition"] };
+            outcomes.push(match_outcome(matched, said.as_str().unwrap_or_default()));
+            continue;
+        }
         outcomes.push(Outcome::Decided(Decision {
             allowed: answer["allowed"].as_bool().expect("allowed"),
             code: answer["code"].as_i64().expect("code"),
@@ -254,6 +266,23 @@ fn upstream(cases: &[Case]) -> Vec<Outcome> {
         cases.len()
     );
     outcomes
+}
+
+/// A webhook's matchConditions as a [`Decision`]: matched, not matched (`said`: the false
+/// condition), or an error (`said`: its text).
+fn match_outcome(matched: &str, said: &str) -> Outcome {
+    Outcome::Decided(Decision {
+        allowed: matched == "true",
+        code: match matched {
+            "true" => 200,
+            "false" => 0,
+            _ => 1,
+        },
+        reason: format!("match: {matched}"),
+        message: said.to_owned(),
+        warnings: Vec::new(),
+        audit: BTreeMap::new(),
+    })
 }
 
 fn strings(value: &Value) -> Vec<String> {
@@ -339,6 +368,9 @@ fn gateway(case: &Case) -> Outcome {
         .unwrap_or_else(|e| panic!("case {}: `review -o json` printed no JSON: {e}", case.name));
     let allowed = answer["allowed"].as_bool().expect("allowed");
     let status = &answer["status"];
+    if case.webhook {
+        return gateway_match(case, &answer);
+    }
     Outcome::Decided(Decision {
         allowed,
         code: status["code"].as_i64().unwrap_or(if allowed { 200 } else { 0 }),
@@ -347,6 +379,39 @@ fn gateway(case: &Case) -> Outcome {
         warnings: strings(&answer["warnings"]),
         audit: string_map(&answer["auditAnnotations"]),
     })
+}
+
+/// The one webhook's matchConditions as the gateway's `review` explains them: skipped by a
+/// false condition; the request rejected before any call (an error under failurePolicy Fail:
+/// the API server's `Forbidden` wrapping the error, `pods "NAME" is forbidden: ERROR`); or
+/// called (matched: the call to a closed port fails).
+fn gateway_match(case: &Case, answer: &Value) -> Outcome {
+    let step = answer["explanation"]
+        .as_array()
+        .and_then(|steps| steps.iter().find(|s| s["webhook"] == WEBHOOK))
+        .unwrap_or_else(|| panic!("case {}: no step of webhook {WEBHOOK} in {answer}", case.name));
+    match step["step"].as_str() {
+        Some("called") => match_outcome("true", ""),
+        Some("skipped") => {
+            let reason = step["reason"].as_str().unwrap_or_default();
+            let condition = reason
+                .strip_prefix("matchCondition \"")
+                .and_then(|rest| rest.strip_suffix("\" is false"))
+                .unwrap_or_else(|| panic!("case {}: webhook skipped: {reason}", case.name));
+            match_outcome("false", condition)
+        }
+        Some("notCalled") => {
+            let outcome = step["outcome"].as_str().unwrap_or_default();
+            let error = outcome
+                .strip_prefix("request rejected before any call: ")
+                .unwrap_or_else(|| panic!("case {}: webhook not called: {outcome}", case.name));
+            // The API server's NewForbidden(resource, name, err) around the matcher's error.
+            let name = case.review["request"]["name"].as_str().unwrap_or_default();
+            let error = error.strip_prefix(&format!("pods \"{name}\" is forbidden: ")).unwrap_or(error);
+            match_outcome("error", error)
+        }
+        other => panic!("case {}: webhook step {other:?}", case.name),
+    }
 }
 
 /// The gateway's outcomes, a few cases at a time.
@@ -452,6 +517,44 @@ fn review(object: Value, old: Option<Value>) -> Value {
     })
 }
 
+/// The webhook of the matchConditions cases.
+const WEBHOOK: &str = "conditions.example.com";
+
+/// A case of the webhook `WEBHOOK` whose only matchCondition is `expression`, failurePolicy Fail,
+/// on the small pod; it listens nowhere, so a match shows as a failed call.
+fn webhook_case(name: &str, expression: &str) -> Case {
+    let (url, _) = crate::support::closed_port_url();
+    Case {
+        name: format!("webhook-{name}"),
+        config: vec![
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "conditions"},
+                "webhooks": [{
+                    "name": WEBHOOK,
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "timeoutSeconds": 5,
+                    "clientConfig": {"url": url},
+                    "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+                    "matchConditions": [{"name": "condition", "expression": expression}],
+                }],
+            }),
+            namespace("default", json!({"env": "prod"})),
+        ],
+        review: review(
+            pod(
+                json!({"app": "web", "tier": "1"}),
+                json!({"containers": [{"name": "c", "image": "nginx:1.25"}]}),
+            ),
+            None,
+        ),
+        webhook: true,
+    }
+}
+
 /// Labels `k0`… with non-empty values, `empty` of them (the last ones) empty.
 fn labels(count: usize, empty: usize) -> Value {
     Value::Object(
@@ -469,6 +572,7 @@ fn simple(name: &str, spec: Value, actions: &[&str], object: Value) -> Case {
             namespace("default", json!({"env": "prod"})),
         ],
         review: review(object, None),
+        webhook: false,
     }
 }
 
@@ -530,6 +634,7 @@ fn corpus() -> Vec<Case> {
                 namespace("default", json!({})),
             ],
             review: review(pod(json!({"app": "web"}), json!({"containers": [{"name": "c"}]})), None),
+            webhook: false,
         });
     }
     let null_params = "has(params.metadata) && has(params.metadata.name)";
@@ -543,6 +648,7 @@ fn corpus() -> Vec<Case> {
                 namespace("default", json!({})),
             ],
             review: review(pod(json!({}), json!({"containers": [{"name": "c"}]})), None),
+            webhook: false,
         });
         cases.push(Case {
             name: format!("missing-param-allow-{lower}"),
@@ -552,6 +658,7 @@ fn corpus() -> Vec<Case> {
                 namespace("default", json!({})),
             ],
             review: review(pod(json!({}), json!({"containers": [{"name": "c"}]})), None),
+            webhook: false,
         });
         cases.push(Case {
             name: format!("missing-param-deny-{lower}"),
@@ -561,6 +668,7 @@ fn corpus() -> Vec<Case> {
                 namespace("default", json!({})),
             ],
             review: review(pod(json!({}), json!({"containers": [{"name": "c"}]})), None),
+            webhook: false,
         });
     }
     cases.push(Case {
@@ -573,6 +681,7 @@ fn corpus() -> Vec<Case> {
             namespace("default", json!({})),
         ],
         review: review(pod(json!({}), json!({"containers": [{"name": "c"}]})), None),
+        webhook: false,
     });
 
     // Single expressions: true ones allow, false ones deny with "failed expression", errors
@@ -707,6 +816,9 @@ fn corpus() -> Vec<Case> {
     ];
     for (name, expression) in single {
         cases.push(expr(name, expression));
+        // The same expression as a webhook's matchCondition (its own environment: no params,
+        // no variables, no namespaceObject).
+        cases.push(webhook_case(name, expression));
     }
 
     // Big inputs at runtime (the runtime cost of a comprehension over 10,000 entries).
@@ -872,6 +984,7 @@ fn corpus() -> Vec<Case> {
             namespace("default", json!({})),
         ],
         review: review(small(), Some(pod(json!({"app": "db"}), json!({"containers": [{"name": "c"}]})))),
+        webhook: false,
     });
     cases.push(Case {
         name: "two-policies-first-denial".to_owned(),
@@ -883,6 +996,7 @@ fn corpus() -> Vec<Case> {
             namespace("default", json!({})),
         ],
         review: review(small(), None),
+        webhook: false,
     });
     cases
 }
@@ -1239,6 +1353,7 @@ impl Generated {
                 namespace("default", json!({"env": "prod"})),
             ],
             review: review(object, None),
+            webhook: false,
         }
     }
 

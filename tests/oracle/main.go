@@ -17,8 +17,10 @@
 //
 // Usage:
 //
-//	oracle [-j N] < cases.jsonl    one JSON line in per case, one JSON line out, in order
-//	oracle --version               the upstream version it runs
+//	oracle [-j N] < cases.jsonl               one JSON line in per case, one JSON line out, in order
+//	oracle --review REVIEW.json CONFIG...     one case by hand: the configuration's files or
+//	                                          directories (YAML or JSON), the answer indented
+//	oracle --version                          the upstream version it runs
 //
 // A case: {"config": [<objects>...], "review": <AdmissionReview v1>}. An answer:
 // {"upstream", "allowed", "code", "reason", "message", "warnings", "auditAnnotations",
@@ -41,6 +43,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -56,6 +59,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -112,9 +116,18 @@ type caseOut struct {
 func main() {
 	version := flag.Bool("version", false, "print the upstream version and exit")
 	jobs := flag.Int("j", 4*runtime.GOMAXPROCS(0), "cases run at the same time")
+	reviewFile := flag.String("review", "", "run one case: this AdmissionReview (JSON) against the configuration files and directories given as arguments")
 	flag.Parse()
 	if *version {
 		fmt.Printf("%s (Debian golang-k8s-apiserver-dev %s)\n", upstreamVersion, debianVersion)
+		return
+	}
+	if *reviewFile != "" {
+		quiet()
+		if err := byHand(*reviewFile, flag.Args(), os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if flag.NArg() > 0 {
@@ -137,6 +150,62 @@ func quiet() {
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
 	utilruntime.ErrorHandlers = nil
+}
+
+// byHand runs one case read from files and prints its answer, indented.
+func byHand(reviewFile string, paths []string, out io.Writer) error {
+	review, err := os.ReadFile(reviewFile)
+	if err != nil {
+		return err
+	}
+	in := caseIn{Review: review}
+	for _, path := range paths {
+		files := []string{path}
+		if info, err := os.Stat(path); err != nil {
+			return err
+		} else if info.IsDir() {
+			files = nil
+			entries, err := os.ReadDir(path)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if name := e.Name(); !e.IsDir() && (strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")) {
+					files = append(files, filepath.Join(path, name))
+				}
+			}
+		}
+		for _, file := range files {
+			f, err := os.Open(file)
+			if err != nil {
+				return err
+			}
+			decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+			for {
+				var raw json.RawMessage
+				if err := decoder.Decode(&raw); err == io.EOF {
+					break
+				} else if err != nil {
+					f.Close()
+					return fmt.Errorf("%s: %v", file, err)
+				}
+				if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
+					in.Config = append(in.Config, raw)
+				}
+			}
+			f.Close()
+		}
+	}
+	answer, err := runCase(in)
+	if err != nil {
+		return err
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, encode(answer), "", "  "); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, indented.String())
+	return err
 }
 
 // batch answers each input line, `jobs` at a time, in the input's order.

@@ -9,6 +9,7 @@
 //! - The parser is the `cel` crate's (its ANTLR grammar and macro expansion); compilation
 //!   ([`compile`]) resolves names and functions once, and evaluation is this crate's own.
 
+pub mod check;
 pub mod compile;
 pub mod error;
 pub mod eval;

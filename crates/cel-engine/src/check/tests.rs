@@ -1,0 +1,334 @@
+//! Accepted and refused expressions, with cel-go's texts (cel-go `checker/checker_test.go`,
+//! `cel/validator_test.go`, `ext/formatting_test.go`; the k8s admission environment).
+
+use super::*;
+
+/// The admission environment of a policy with params, an authorizer and one composited
+/// variable `variables.num` (int).
+fn env() -> TypeEnv {
+    let mut env = TypeEnv::admission(true, true);
+    env.composited_variable("num", Some(&CheckedType::Int));
+    env.composited_variable("opt", Some(&CheckedType::optional(CheckedType::Int)));
+    env
+}
+
+fn run(source: &str) -> Result<String, Vec<String>> {
+    let parsed = crate::parse(source).map_err(|e| vec![e])?;
+    check(&parsed, &env()).map(|t| t.format())
+}
+
+#[test]
+fn accepted() {
+    let cases: &[(&str, &str)] = &[
+        ("1 + 2", "int"),
+        ("[]", "list(dyn)"),
+        ("{}", "map(dyn, dyn)"),
+        ("[1]", "list(int)"),
+        ("{1: 2u, 2: 3u}", "map(int, uint)"),
+        ("{'a': 1, 'b': 2}.a", "int"),
+        ("size([] + [1])", "int"),
+        ("b'abc' + b'def'", "bytes"),
+        ("1.0 + 2.0 * 3.0 - 1.0 / 2.20202 != 66.6", "bool"),
+        ("null == null && null != null", "bool"),
+        ("1u + 2u * 3u - 1u / 2u == 6u % 1u", "bool"),
+        ("int(1u) + int(uint('1'))", "int"),
+        ("false && !true || false ? 2 : 3", "int"),
+        ("dyn(1) + 1.0", "double"),
+        ("object.a + 1.0", "double"),
+        ("object.a", "dyn"),
+        ("type(object) == int", "bool"),
+        ("type(null) == null_type", "bool"),
+        ("type(type) == type", "bool"),
+        ("list == type([1]) && map == type({1:2u})", "bool"),
+        ("1 in [1, 2, 3]", "bool"),
+        ("1 in dyn([1, 2, 3])", "bool"),
+        ("'a' in {'a': 1}", "bool"),
+        ("[1] + [dyn('string')]", "list(dyn)"),
+        ("[dyn('string')] + [1]", "list(dyn)"),
+        ("1 <= 1.0 && 1u <= 1.0 && 1.0 <= 1 && 1.0 <= 1u && 1 <= 1u && 1u <= 1", "bool"),
+        ("[1].map(x, [x, x]).map(x, [x, x])", "list(list(list(int)))"),
+        ("[1, 2].filter(x, x > 1)", "list(int)"),
+        ("[1, 2].exists_one(x, x > 1) || [1].existsOne(x, x == 1)", "bool"),
+        ("[{'z': 0}].exists(y, y.z == 0)", "bool"),
+        ("int('abc')", "int"),
+        ("duration('1h2m3.5s')", "duration"),
+        ("timestamp('2023-01-01T00:00:00Z') + duration('24h')", "timestamp"),
+        ("timestamp('2023-01-01T00:00:00.123+01:00').getHours('UTC')", "int"),
+        ("timestamp(0)", "timestamp"),
+        ("'abc'.matches('^a.c$') && matches('abc', 'b')", "bool"),
+        // Optionals.
+        ("object.?a.orValue(1)", "dyn"),
+        ("object.?a", "optional_type(dyn)"),
+        ("has(object.a.b)", "bool"),
+        ("optional.of(1).optMap(x, x + 1)", "optional_type(int)"),
+        ("optional.of(1).optFlatMap(x, optional.of(x + 1))", "optional_type(int)"),
+        ("optional.none().orValue('x')", "string"),
+        ("[?optional.of(1), 2]", "list(int)"),
+        ("{?'key': {'a': 'b'}.?value}", "map(string, string)"),
+        ("{'a': 1}[?'a'].hasValue()", "bool"),
+        ("[1, 2][?0].value()", "int"),
+        // `variables.opt` is dyn (an optional output is converted to dyn).
+        ("variables.opt.orValue(2)", "int"),
+        ("[1].first()", "optional_type(int)"),
+        ("optional.unwrap([optional.of(1)])", "list(int)"),
+        // Two-variable comprehensions.
+        ("{'a': 1}.all(k, v, v > 0)", "bool"),
+        ("[1, 2].exists(i, v, i == v)", "bool"),
+        ("[1, 2].existsOne(i, v, i == v)", "bool"),
+        ("[1, 2].transformList(i, v, v * 2)", "list(int)"),
+        ("[1, 2].transformList(i, v, i > 0, double(v))", "list(double)"),
+        ("{'a': 1}.transformMap(k, v, v + 1)", "map(string, int)"),
+        ("{'a': 1}.transformMapEntry(k, v, {v: k})", "map(int, string)"),
+        // Strings, lists, sets, regex.
+        ("'abc'.charAt(1) + 'a'.lowerAscii() + 'A'.upperAscii() + ' x '.trim()", "string"),
+        ("'abc'.indexOf('b') + 'abc'.lastIndexOf('b', 2)", "int"),
+        ("'a,b'.split(',').join('-')", "string"),
+        ("'%s and %d'.format(['a', 1])", "string"),
+        ("'%d%%'.format([object.a])", "string"),
+        ("'%.2f'.format([1.0])", "string"),
+        ("'%s'.format([[1, 'a']])", "string"),
+        ("strings.quote('a')", "string"),
+        ("[1, 2].sum() + [1].max() + [1].min() + [1, 2].indexOf(1)", "int"),
+        ("[1, 2].isSorted()", "bool"),
+        ("[3, 1].sort()", "list(int)"),
+        ("[3, 1].sortBy(x, -x)", "list(int)"),
+        ("[[1], [2]].flatten().slice(0, 1).reverse().distinct()", "list(int)"),
+        ("lists.range(3)", "list(int)"),
+        ("sets.contains([1], [2]) || sets.intersects([1], [1]) || sets.equivalent([1], [1])", "bool"),
+        ("'abc'.find('b') + 'abc'.findAll('b')[0] + 'abc'.findAll('b', 1)[0]", "string"),
+        // Kubernetes libraries.
+        ("url('https://x').getHost() + url('https://x').getQuery()['a'][0]", "string"),
+        ("isURL('x') && isIP('1.2.3.4') && isCIDR('10.0.0.0/8') && ip.isCanonical('1.2.3.4')", "bool"),
+        ("string(ip('1.2.3.4')) + string(cidr('10.0.0.0/8'))", "string"),
+        (
+            "cidr('10.0.0.0/8').containsIP('10.1.2.3') && cidr('10.0.0.0/8').containsIP(ip('10.0.0.1'))",
+            "bool",
+        ),
+        ("ip('1.2.3.4').family() + cidr('10.0.0.0/8').prefixLength()", "int"),
+        ("quantity('1Gi').add(1).isGreaterThan(quantity('1'))", "bool"),
+        ("sign(quantity('1')) + quantity('1').asInteger()", "int"),
+        ("semver('1.0.0').major() + semver('v1', true).minor()", "int"),
+        ("format.dns1123Label().validate('x').hasValue()", "bool"),
+        ("format.named('uuid').value().validate('x')", "optional_type(list(string))"),
+        // Admission variables.
+        ("request.userInfo.username == 'x'", "bool"),
+        ("request.userInfo.extra['a'][0]", "string"),
+        ("request.kind.group + request.requestResource.resource + request.operation", "string"),
+        ("request.options", "dyn"),
+        ("has(request.name)", "bool"),
+        ("namespaceObject.metadata.labels['a'] == 'b'", "bool"),
+        ("namespaceObject.status.conditions[0].lastTransitionTime", "timestamp"),
+        ("authorizer.group('apps').resource('deployments').namespace('ns').check('get').allowed()", "bool"),
+        ("authorizer.requestResource.check('get').reason()", "string"),
+        ("authorizer.path('/healthz').check('get').errored()", "bool"),
+        ("params.x == object.y", "bool"),
+        ("variables.num + 1", "int"),
+        ("object == null", "bool"),
+    ];
+    for (source, want) in cases {
+        assert_eq!(run(source), Ok((*want).to_owned()), "{source}");
+    }
+}
+
+#[test]
+fn refused() {
+    let cases: &[(&str, &[&str])] = &[
+        ("1 + 1.0", &["found no matching overload for '_+_' applied to '(int, double)'"]),
+        ("1 == 1.0", &["found no matching overload for '_==_' applied to '(int, double)'"]),
+        ("request.name == null", &["found no matching overload for '_==_' applied to '(string, null)'"]),
+        ("foo", &["undeclared reference to 'foo' (in container '')"]),
+        ("fun()", &["undeclared reference to 'fun' (in container '')"]),
+        ("'string'.fun()", &["undeclared reference to 'fun' (in container '')"]),
+        ("[].length", &["type 'list(_var0)' does not support field selection"]),
+        ("int{}", &["'int' is not a message type"]),
+        ("Msg{}", &["undeclared reference to 'Msg' (in container '')"]),
+        (
+            "[].map(x, [].map(y, x in y && y in x))",
+            &["found no matching overload for '@in' applied to '(list(dyn), dyn)'"],
+        ),
+        (
+            "true.all(e, 0)",
+            &[
+                "expression of type 'bool' cannot be range of a comprehension (must be list, map, or dynamic)",
+                "expected type 'bool' but found 'int'",
+            ],
+        ),
+        ("[1].exists(y, y > 10) && y < 5", &["undeclared reference to 'y' (in container '')"]),
+        ("{?'key': 'hi'}", &["expected type 'optional_type(string)' but found 'string'"]),
+        ("[?'value']", &["expected type 'optional_type(string)' but found 'string'"]),
+        // The validators.
+        ("[1, 'a']", &["expected type 'int' but found 'string'"]),
+        ("[1, dyn(2)]", &["expected type 'int' but found 'dyn'"]),
+        // cel-go's checker alone types it list(list(dyn)); the validator then refuses it.
+        ("{}.map(c, [c, type(c)])", &["expected type 'dyn' but found 'type(dyn)'"]),
+        ("object.x in ['hello', 0]", &["expected type 'string' but found 'int'"]),
+        ("{'hello': 'world', 1: '!'}", &["expected type 'string' but found 'int'"]),
+        ("duration('1x')", &["invalid duration argument"]),
+        ("duration('')", &["invalid duration argument"]),
+        ("timestamp('bad')", &["invalid timestamp argument"]),
+        ("timestamp('2023-02-29T00:00:00Z')", &["invalid timestamp argument"]),
+        ("timestamp('0000-01-01T00:00:00Z')", &["invalid timestamp argument"]),
+        ("timestamp(253402300800)", &["invalid timestamp argument"]),
+        ("'a'.matches('[')", &["invalid matches argument"]),
+        ("matches('(', 'a')", &["invalid matches argument"]),
+        (
+            "'%d'.format(['x'])",
+            &["error during formatting: decimal clause can only be used on integers, was given string"],
+        ),
+        (
+            "'%d'.format([duration('1s')])",
+            &["error during formatting: decimal clause can only be used on integers, was given google.protobuf.Duration"],
+        ),
+        ("'%d %d %d'.format([0, 1])", &["index 2 out of range"]),
+        ("'%a'.format([1])", &["could not parse formatting clause: unrecognized formatting clause \"a\""]),
+        ("'%d'.format([1, 2])", &["too many arguments supplied to string.format (expected 1, got 2)"]),
+        ("'abc %'.format([1])", &["unexpected end of string"]),
+        (
+            "'%x'.format([0.5])",
+            &["error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given double"],
+        ),
+        (
+            "'%s'.format([request])",
+            &["error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given kubernetes.AdmissionRequest"],
+        ),
+        ("'%e'.format([null])", &["error during formatting: scientific clause can only be used on doubles, was given null_type"]),
+        // The environment: what 1.36 does not declare.
+        (
+            "cel.bind(x, 1, x)",
+            &[
+                "undeclared reference to 'x' (in container '')",
+                "undeclared reference to 'x' (in container '')",
+                "undeclared reference to 'cel' (in container '')",
+                "undeclared reference to 'bind' (in container '')",
+            ],
+        ),
+        ("[1].includes(1)", &["undeclared reference to 'includes' (in container '')"]),
+        ("'abc'.reverse()", &["found no matching overload for 'reverse' applied to 'string.()'"]),
+        ("quantity('1').sign()", &["found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"]),
+        (
+            "math.abs(1)",
+            &["undeclared reference to 'math' (in container '')", "undeclared reference to 'abs' (in container '')"],
+        ),
+        ("['a'].sum()", &["found no matching overload for 'sum' applied to 'list(string).()'"]),
+        ("ip('1.2.3.4').foo", &["type 'net.IP' does not support field selection"]),
+        ("quantity('1').foo", &["unexpected failed resolution of 'kubernetes.Quantity'"]),
+        ("request.foo", &["undefined field 'foo'"]),
+        // Library object types have no field table in the API server's type provider.
+        (
+            "authorizer.serviceAccount('ns', 'sa').requestResource",
+            &["unexpected failed resolution of 'kubernetes.authorization.Authorizer'"],
+        ),
+        ("has(request.nope)", &["undefined field 'nope'"]),
+        ("variables.nope", &["undefined field 'nope'"]),
+        ("1.matches('a')", &["found no matching overload for 'matches' applied to 'int.(string)'"]),
+        ("!1", &["found no matching overload for '!_' applied to '(int)'"]),
+        ("1 && true", &["expected type 'bool' but found 'int'"]),
+        (
+            "optional.of(1).optFlatMap(x, x + 1)",
+            &["found no matching overload for '_?_:_' applied to '(bool, int, optional_type(dyn))'"],
+        ),
+        // Macro expansion (cel-go parse errors).
+        ("[1].all(i, i, true)", &["duplicate variable name: i"]),
+        ("[1].transformList(1, v, v)", &["argument must be a simple name"]),
+        ("optional.of(1).optMap(1, 2)", &["optMap() variable name must be a simple identifier"]),
+        ("[1].all(__result__, true)", &["iteration variable overwrites accumulator variable"]),
+    ];
+    for (source, want) in cases {
+        let want: Vec<String> = want.iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(run(source), Err(want), "{source}");
+    }
+}
+
+#[test]
+fn webhook_environment_has_no_params_variables_or_authorizer() {
+    let env = TypeEnv::admission(false, false);
+    for (source, name) in
+        [("params.a", "params"), ("variables.a", "variables"), ("authorizer.path('/')", "authorizer")]
+    {
+        let parsed = crate::parse(source).unwrap();
+        let errors = check(&parsed, &env).unwrap_err();
+        assert_eq!(errors[0], format!("undeclared reference to '{name}' (in container '')"), "{source}");
+    }
+}
+
+#[test]
+fn result_types() {
+    assert_eq!(check_result_type(&CheckedType::Bool, &[CheckedType::Bool]), Ok(()));
+    assert_eq!(
+        check_result_type(&CheckedType::Dyn, &[CheckedType::Bool]),
+        Err("must evaluate to bool but got dyn".into())
+    );
+    assert_eq!(
+        check_result_type(&CheckedType::Int, &[CheckedType::String, CheckedType::Null]),
+        Err("must evaluate to one of [string null_type] but got int".into())
+    );
+    assert_eq!(
+        check_result_type(&CheckedType::Duration, &[CheckedType::Bool]),
+        Err("must evaluate to bool but got google.protobuf.Duration".into())
+    );
+    assert_eq!(variable_type(Some(&CheckedType::optional(CheckedType::Int))), CheckedType::Dyn);
+    assert_eq!(
+        variable_type(Some(&CheckedType::list(CheckedType::Struct("x".into())))),
+        CheckedType::list(CheckedType::Dyn)
+    );
+}
+
+#[test]
+fn program_instantiation() {
+    let e = env();
+    let cases = [
+        ("'abc'.find('[')", Some("program instantiation failed: error parsing regexp: missing closing ]: `[`")),
+        ("'abc'.findAll('a)')", Some("program instantiation failed: error parsing regexp: unexpected ): `a)`")),
+        ("matches('abc', '(a')", Some("program instantiation failed: error parsing regexp: missing closing ): `(a`")),
+        ("'abc'.findAll('*', 1)", Some("program instantiation failed: error parsing regexp: missing argument to repetition operator: `*`")),
+        ("'abc'.find('a{1001}')", Some("program instantiation failed: error parsing regexp: invalid repeat count: `{1001}`")),
+        ("'abc'.find('[z-a]')", Some("program instantiation failed: error parsing regexp: invalid character class range: `z-a`")),
+        ("'abc'.find('\\\\q')", Some("program instantiation failed: error parsing regexp: invalid escape sequence: `\\q`")),
+        ("'abc'.find('a**')", Some("program instantiation failed: error parsing regexp: invalid nested repetition operator: `**`")),
+        ("'abc'.find('[[:alpha:]]+(?i)b\\\\d{2,3}')", None),
+        ("'abc'.find(object.p)", None),
+    ];
+    for (source, want) in cases {
+        let parsed = crate::parse(source).unwrap();
+        let checked = check_detailed(&parsed, &e).unwrap();
+        assert_eq!(checked.instantiation_error.as_deref(), want, "{source}");
+    }
+}
+
+#[test]
+fn go_durations_and_timestamps() {
+    use super::validate::{go_parse_duration, go_parse_rfc3339};
+    for (s, ns) in [
+        ("0", Some(0)),
+        ("1s", Some(1_000_000_000)),
+        ("-1.5h", Some(-5_400_000_000_000)),
+        ("1h2m", Some(3_720_000_000_000)),
+        (".5s", Some(500_000_000)),
+        ("1\u{b5}s", Some(1_000)),
+        ("2562047h47m16.854775807s", Some(9_223_372_036_854_775_807)),
+        ("2562048h", None),
+        ("1", None),
+        ("s", None),
+        (".s", None),
+        ("1x", None),
+        ("", None),
+        ("-", None),
+    ] {
+        assert_eq!(go_parse_duration(s), ns, "{s}");
+    }
+    for (s, secs) in [
+        ("1970-01-01T00:00:00Z", Some(0)),
+        ("1970-01-01T01:00:00+01:00", Some(0)),
+        ("2000-02-29T23:59:59.999999999Z", Some(951_868_799)),
+        ("1970-01-01T1:00:00Z", Some(3600)),
+        ("0001-01-01T00:00:00Z", Some(-62_135_596_800)),
+        ("1970-01-01 00:00:00Z", None),
+        ("1970-01-01T24:00:00Z", None),
+        ("1970-01-01T00:00:60Z", None),
+        ("1970-13-01T00:00:00Z", None),
+        ("1970-01-01T00:00:00", None),
+        ("1970-01-01T00:00:00z", None),
+    ] {
+        assert_eq!(go_parse_rfc3339(s), secs, "{s}");
+    }
+}

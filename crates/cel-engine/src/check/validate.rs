@@ -1,0 +1,770 @@
+//! The AST validators the API server's environment runs after a successful check, in its
+//! order (k8s `environment/base.go`): homogeneous aggregate literals, duration, timestamp
+//! and regex literals (cel-go `cel/validator.go`), then `ext.Strings` v2's `format`
+//! validator (cel-go `ext/formatting.go`); and the regex compilation `env.Program` does for
+//! constant patterns of `matches`, `find`, `findAll` (cel-go `interpreter.MatchesRegexOptimization`,
+//! k8s `FindRegexOptimization`/`FindAllRegexOptimization`).
+
+use std::collections::HashMap;
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+
+use super::types::CheckedType;
+
+type Errors = Vec<(u64, String)>;
+
+pub(super) fn validate(root: &IdedExpr, types: &HashMap<u64, CheckedType>) -> Errors {
+    let mut errors = Vec::new();
+    let ty = |id: u64| types.get(&id).cloned().unwrap_or(CheckedType::Dyn);
+    homogeneous(root, &ty, &mut errors);
+    let mut nodes = Vec::new();
+    preorder(root, &mut nodes);
+    for (name, check) in [
+        ("duration", valid_duration_literal as fn(&LiteralValue) -> bool),
+        ("timestamp", valid_timestamp_literal),
+        ("matches", valid_regex_literal),
+    ] {
+        for e in &nodes {
+            let Expr::Call(call) = &e.expr else { continue };
+            if call.func_name != name {
+                continue;
+            }
+            let Some(arg) = call.args.first() else { continue };
+            if let Expr::Literal(l) = &arg.expr {
+                if !check(l) {
+                    errors.push((arg.id, format!("invalid {name} argument")));
+                }
+            }
+        }
+    }
+    for e in &nodes {
+        string_format(e, &ty, &mut errors);
+    }
+    errors
+}
+
+/// Every node, parents before children (cel-go's `MatchDescendants` order).
+fn preorder<'a>(e: &'a IdedExpr, out: &mut Vec<&'a IdedExpr>) {
+    out.push(e);
+    for c in children(e) {
+        preorder(c, out);
+    }
+}
+
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    match &e.expr {
+        Expr::Call(c) => c.target.as_deref().into_iter().chain(c.args.iter()).collect(),
+        Expr::Comprehension(c) => vec![&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result],
+        Expr::List(l) => l.elements.iter().collect(),
+        Expr::Map(m) => m
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(sf) => vec![&sf.value],
+            })
+            .collect(),
+        Expr::Struct(s) => s
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(sf) => vec![&sf.value],
+            })
+            .collect(),
+        Expr::Select(s) => vec![&s.operand],
+        _ => Vec::new(),
+    }
+}
+
+/// `homogeneousAggregateLiteralValidator`: list elements, map keys and map values must be of
+/// equivalent types, except under a call of `format` (the strings library exempts it).
+fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Errors) {
+    let mut lists = Vec::new();
+    let mut maps = Vec::new();
+    collect_aggregates(root, false, &mut lists, &mut maps);
+    let unwrap = |t: CheckedType| match t {
+        CheckedType::Opaque(_, mut ps) if !ps.is_empty() => ps.swap_remove(0),
+        other => other,
+    };
+    let mismatch = |a: &CheckedType, b: &CheckedType| {
+        format!("expected type '{}' but found '{}'", a.format(), b.format())
+    };
+    for e in lists {
+        let Expr::List(l) = &e.expr else { continue };
+        let mut first: Option<CheckedType> = None;
+        for (i, x) in l.elements.iter().enumerate() {
+            let mut t = ty(x.id);
+            if l.optional_indices.contains(&i) {
+                t = unwrap(t);
+            }
+            match &first {
+                None => first = Some(t),
+                Some(f) => {
+                    if !f.is_equivalent(&t) {
+                        errors.push((x.id, mismatch(f, &t)));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    for e in maps {
+        let Expr::Map(m) = &e.expr else { continue };
+        let mut first: Option<(CheckedType, CheckedType)> = None;
+        for entry in &m.entries {
+            let EntryExpr::MapEntry(me) = &entry.expr else { continue };
+            let kt = ty(me.key.id);
+            let mut vt = ty(me.value.id);
+            if me.optional {
+                vt = unwrap(vt);
+            }
+            match &first {
+                None => first = Some((kt, vt)),
+                Some((k0, v0)) => {
+                    if !k0.is_equivalent(&kt) {
+                        errors.push((me.key.id, mismatch(k0, &kt)));
+                    }
+                    if !v0.is_equivalent(&vt) {
+                        errors.push((me.value.id, mismatch(v0, &vt)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn collect_aggregates<'a>(
+    e: &'a IdedExpr,
+    exempt: bool,
+    lists: &mut Vec<&'a IdedExpr>,
+    maps: &mut Vec<&'a IdedExpr>,
+) {
+    match &e.expr {
+        Expr::List(_) if !exempt => lists.push(e),
+        Expr::Map(_) if !exempt => maps.push(e),
+        _ => {}
+    }
+    let exempt = exempt || matches!(&e.expr, Expr::Call(c) if c.func_name == "format");
+    for c in children(e) {
+        collect_aggregates(c, exempt, lists, maps);
+    }
+}
+
+fn valid_duration_literal(l: &LiteralValue) -> bool {
+    match l {
+        LiteralValue::String(s) => go_parse_duration(s.inner()).is_some(),
+        _ => false,
+    }
+}
+
+fn valid_timestamp_literal(l: &LiteralValue) -> bool {
+    const MIN: i64 = -62135596800;
+    const MAX: i64 = 253402300799;
+    match l {
+        LiteralValue::String(s) => {
+            go_parse_rfc3339(s.inner()).is_some_and(|secs| (MIN..=MAX).contains(&secs))
+        }
+        LiteralValue::Int(i) => (MIN..=MAX).contains(i.inner()),
+        _ => false,
+    }
+}
+
+fn valid_regex_literal(l: &LiteralValue) -> bool {
+    match l {
+        LiteralValue::String(s) => go_regexp_error(s.inner()).is_none(),
+        _ => true,
+    }
+}
+
+/// Go's `time.ParseDuration`: the duration in nanoseconds, `None` where Go errs.
+pub(crate) fn go_parse_duration(s: &str) -> Option<i128> {
+    let mut rest = s.as_bytes();
+    let mut neg = false;
+    if let Some((&c, tail)) = rest.split_first() {
+        if c == b'-' || c == b'+' {
+            neg = c == b'-';
+            rest = tail;
+        }
+    }
+    if rest == b"0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        if !(rest[0] == b'.' || rest[0].is_ascii_digit()) {
+            return None;
+        }
+        let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+        let mut whole: u128 = 0;
+        for &c in &rest[..digits] {
+            whole = whole.checked_mul(10)?.checked_add(u128::from(c - b'0'))?;
+            if whole > 1 << 63 {
+                return None;
+            }
+        }
+        rest = &rest[digits..];
+        let mut frac_digits = 0;
+        let mut frac: u128 = 0;
+        let mut scale: u128 = 1;
+        if rest.first() == Some(&b'.') {
+            rest = &rest[1..];
+            frac_digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+            for &c in &rest[..frac_digits] {
+                if scale < 1_000_000_000_000_000_000 {
+                    frac = frac * 10 + u128::from(c - b'0');
+                    scale *= 10;
+                }
+            }
+            rest = &rest[frac_digits..];
+        }
+        if digits == 0 && frac_digits == 0 {
+            return None;
+        }
+        let unit_len = rest.iter().take_while(|&&c| c != b'.' && !c.is_ascii_digit()).count();
+        if unit_len == 0 {
+            return None;
+        }
+        let unit: u128 = match std::str::from_utf8(&rest[..unit_len]).ok()? {
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        let v = whole.checked_mul(unit)?;
+        if v > 1 << 63 {
+            return None;
+        }
+        let v = v + frac * unit / scale;
+        total = total.checked_add(v)?;
+        if total > 1 << 63 {
+            return None;
+        }
+    }
+    if total > (1 << 63) - 1 && !neg {
+        return None;
+    }
+    let total = total as i128;
+    Some(if neg { -total } else { total })
+}
+
+/// Go's `time.Parse(time.RFC3339, s)`: the Unix seconds, `None` where Go errs.
+pub(crate) fn go_parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let num = |i: &mut usize, min: usize, max: usize| -> Option<i64> {
+        let start = *i;
+        while *i < b.len() && *i - start < max && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        if *i - start < min {
+            return None;
+        }
+        std::str::from_utf8(&b[start..*i]).ok()?.parse().ok()
+    };
+    let lit = |i: &mut usize, c: u8| -> Option<()> { (b.get(*i) == Some(&c)).then(|| *i += 1) };
+    let year = num(&mut i, 4, 4)?;
+    lit(&mut i, b'-')?;
+    let month = num(&mut i, 2, 2)?;
+    lit(&mut i, b'-')?;
+    let day = num(&mut i, 2, 2)?;
+    lit(&mut i, b'T')?;
+    let hour = num(&mut i, 1, 2)?;
+    lit(&mut i, b':')?;
+    let minute = num(&mut i, 2, 2)?;
+    lit(&mut i, b':')?;
+    let second = num(&mut i, 2, 2)?;
+    if i + 1 < b.len() && (b[i] == b'.' || b[i] == b',') && b[i + 1].is_ascii_digit() {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    let offset = match b.get(i) {
+        Some(b'Z') => {
+            i += 1;
+            0
+        }
+        Some(&sign @ (b'+' | b'-')) => {
+            i += 1;
+            let h = num(&mut i, 2, 2)?;
+            lit(&mut i, b':')?;
+            let m = num(&mut i, 2, 2)?;
+            if h > 24 || m > 60 {
+                return None;
+            }
+            let o = h * 3600 + m * 60;
+            if sign == b'-' {
+                -o
+            } else {
+                o
+            }
+        }
+        _ => return None,
+    };
+    if i != b.len() {
+        return None;
+    }
+    if !(1..=12).contains(&month) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if day < 1 || day > days_in_month[(month - 1) as usize] {
+        return None;
+    }
+    // Days from civil (proleptic Gregorian), Howard Hinnant's algorithm.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some(days * 86400 + hour * 3600 + minute * 60 + second - offset)
+}
+
+/// Go's `regexp.Compile` error text for `pattern` (`error parsing regexp: …`), `None` when
+/// it compiles. Validity is decided by the `regex` crate (RE2 syntax, as Go's) plus Go's
+/// repeat limit of 1000; the texts of the common errors are Go's.
+pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
+    if let Some(e) = go_syntax_error(pattern) {
+        return Some(format!("error parsing regexp: {e}"));
+    }
+    // Escapes Go accepts and the `regex` crate does not: undecidable here, accepted.
+    if ["\\Q", "\\C", "\\0", "\\1", "\\2", "\\3", "\\4", "\\5", "\\6", "\\7"]
+        .iter()
+        .any(|e| pattern.contains(e))
+    {
+        return None;
+    }
+    match regex::Regex::new(pattern) {
+        Ok(_) => None,
+        Err(e) => {
+            let text = e.to_string();
+            let last =
+                text.lines().rev().find(|l| l.starts_with("error:")).unwrap_or("error: invalid regexp");
+            Some(format!("error parsing regexp: {}: `{pattern}`", last.trim_start_matches("error: ")))
+        }
+    }
+}
+
+fn go_syntax_error(p: &str) -> Option<String> {
+    let chars: Vec<char> = p.chars().collect();
+    let mut i = 0;
+    let mut depth = 0usize;
+    // Whether the previous item can take a repetition operator, and whether it is one.
+    let mut operand = false;
+    let mut repeated = false;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let Some(&n) = chars.get(i + 1) else {
+                    return Some("trailing backslash at end of expression: ``".into());
+                };
+                let ok = (n.is_ascii() && !n.is_ascii_alphanumeric())
+                    || "aftnrvdDsSwWbBAzpPQECx0".contains(n)
+                    || (('1'..='7').contains(&n) && chars.get(i + 2).is_some_and(|d| d.is_ascii_digit()));
+                if !ok {
+                    return Some(format!("invalid escape sequence: `\\{n}`"));
+                }
+                i += 2;
+                if n == 'p' || n == 'P' {
+                    if chars.get(i) == Some(&'{') {
+                        while i < chars.len() && chars[i] != '}' {
+                            i += 1;
+                        }
+                    }
+                    i += 1;
+                } else if n == 'x' {
+                    if chars.get(i) == Some(&'{') {
+                        while i < chars.len() && chars[i] != '}' {
+                            i += 1;
+                        }
+                        i += 1;
+                    } else {
+                        i += 2;
+                    }
+                }
+                operand = true;
+                repeated = false;
+                continue;
+            }
+            '[' => {
+                let start = i;
+                i += 1;
+                if chars.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                let mut first = true;
+                loop {
+                    let Some(&c) = chars.get(i) else {
+                        let rest: String = chars[start..].iter().collect();
+                        return Some(format!("missing closing ]: `{rest}`"));
+                    };
+                    if c == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                    if c == '[' && chars.get(i + 1) == Some(&':') {
+                        if let Some(end) = (i + 2..chars.len().saturating_sub(1))
+                            .find(|&j| chars[j] == ':' && chars[j + 1] == ']')
+                        {
+                            i = end + 2;
+                            continue;
+                        }
+                    }
+                    let lo = if c == '\\' {
+                        let Some(&n) = chars.get(i + 1) else {
+                            return Some("trailing backslash at end of expression: ``".into());
+                        };
+                        i += 2;
+                        if n.is_ascii_alphanumeric() && !"aftnrvx".contains(n) {
+                            if "dDsSwWpP".contains(n) {
+                                if (n == 'p' || n == 'P') && chars.get(i) == Some(&'{') {
+                                    while i < chars.len() && chars[i] != '}' {
+                                        i += 1;
+                                    }
+                                    i += 1;
+                                }
+                                continue;
+                            }
+                            if !n.is_ascii_digit() {
+                                return Some(format!("invalid escape sequence: `\\{n}`"));
+                            }
+                        }
+                        n
+                    } else {
+                        i += 1;
+                        c
+                    };
+                    if chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|&n| n != ']') {
+                        let hi = chars[i + 1];
+                        if hi != '\\' && hi < lo {
+                            return Some(format!("invalid character class range: `{lo}-{hi}`"));
+                        }
+                        i += 2;
+                    }
+                }
+                i += 1;
+                operand = true;
+                repeated = false;
+                continue;
+            }
+            '(' => {
+                depth += 1;
+                if chars.get(i + 1) == Some(&'?') {
+                    let n = chars.get(i + 2).copied();
+                    let named = n == Some('P') || n == Some('<');
+                    let flags = n.is_some_and(|n| "imsU-:".contains(n));
+                    if !named && !flags {
+                        let s: String = chars[i..(i + 3).min(chars.len())].iter().collect();
+                        return Some(format!("invalid or unsupported Perl syntax: `{s}`"));
+                    }
+                    let stop = if named { ['>', '>'] } else { [':', ')'] };
+                    let Some(end) = (i + 2..chars.len()).find(|&j| stop.contains(&chars[j])) else {
+                        return Some(format!("missing closing ): `{p}`"));
+                    };
+                    if chars[end] == ')' {
+                        // A flags group `(?i)` opens no group.
+                        depth -= 1;
+                    }
+                    i = end + 1;
+                    operand = false;
+                    repeated = false;
+                    continue;
+                }
+                operand = false;
+                repeated = false;
+            }
+            ')' => {
+                if depth == 0 {
+                    return Some(format!("unexpected ): `{p}`"));
+                }
+                depth -= 1;
+                operand = true;
+                repeated = false;
+            }
+            '|' => {
+                operand = false;
+                repeated = false;
+            }
+            '*' | '+' | '?' | '{' => {
+                let mut end = i + 1;
+                if c == '{' {
+                    let close = (i + 1..chars.len()).find(|&j| chars[j] == '}');
+                    let body: Option<String> = close.map(|j| chars[i + 1..j].iter().collect());
+                    let valid = body.as_deref().and_then(|b| {
+                        let (lo, hi) = match b.split_once(',') {
+                            Some((lo, hi)) => (lo, Some(hi)),
+                            None => (b, None),
+                        };
+                        let lo: u32 = lo.parse().ok().filter(|_| lo.bytes().all(|d| d.is_ascii_digit()))?;
+                        let hi: Option<u32> = match hi {
+                            None => Some(lo),
+                            Some("") => None,
+                            Some(h) => {
+                                Some(h.parse().ok().filter(|_| h.bytes().all(|d| d.is_ascii_digit()))?)
+                            }
+                        };
+                        Some((lo, hi))
+                    });
+                    let Some((lo, hi)) = valid else {
+                        // A literal `{`.
+                        i += 1;
+                        operand = true;
+                        repeated = false;
+                        continue;
+                    };
+                    end = close.unwrap_or(i) + 1;
+                    let text: String = chars[i..end].iter().collect();
+                    if lo > 1000 || hi.is_some_and(|h| h > 1000 || h < lo) {
+                        return Some(format!("invalid repeat count: `{text}`"));
+                    }
+                }
+                if chars.get(end) == Some(&'?') {
+                    end += 1;
+                }
+                let op: String = chars[i..end].iter().collect();
+                if repeated {
+                    return Some(format!("invalid nested repetition operator: `{}{}`", chars[i - 1], op));
+                }
+                if !operand {
+                    return Some(format!("missing argument to repetition operator: `{op}`"));
+                }
+                i = end;
+                repeated = true;
+                continue;
+            }
+            '^' | '$' => {
+                operand = true;
+                repeated = false;
+            }
+            _ => {
+                operand = true;
+                repeated = false;
+            }
+        }
+        i += 1;
+    }
+    if depth > 0 {
+        return Some(format!("missing closing ): `{p}`"));
+    }
+    None
+}
+
+/// `stringFormatValidator` (strings v2: `parseFormatString` with the checker's
+/// interpolator, no precision limit): a constant format string with a list literal of
+/// arguments is parsed and each clause checked against its argument's type.
+fn string_format(e: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Errors) {
+    let Expr::Call(call) = &e.expr else { return };
+    if call.func_name != "format" || call.args.len() != 1 {
+        return;
+    }
+    let Some(target) = call.target.as_deref() else { return };
+    let Expr::Literal(LiteralValue::String(format)) = &target.expr else { return };
+    let Expr::List(list) = &call.args[0].expr else { return };
+    let args = &list.elements;
+    let mut requested = 0usize;
+    match parse_format(format.inner(), args, ty, &mut requested) {
+        Err((id, msg)) => errors.push((id.unwrap_or(e.id), msg)),
+        Ok(()) => {
+            if args.len() > requested {
+                errors.push((
+                    e.id,
+                    format!(
+                        "too many arguments supplied to string.format (expected {requested}, got {})",
+                        args.len()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+type FormatResult = Result<(), (Option<u64>, String)>;
+
+fn parse_format(
+    s: &str,
+    args: &[IdedExpr],
+    ty: &dyn Fn(u64) -> CheckedType,
+    requested: &mut usize,
+) -> FormatResult {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut arg_index = 0usize;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if i + 1 < b.len() && b[i + 1] == b'%' {
+            i += 2;
+            continue;
+        }
+        *requested += 1;
+        let current = arg_index;
+        if i + 1 >= b.len() {
+            return Err((None, "unexpected end of string".into()));
+        }
+        if arg_index >= args.len() {
+            return Err((None, format!("index {arg_index} out of range")));
+        }
+        // parseAndFormatClause: precision, then the verb.
+        let mut j = i + 1;
+        if b[j] == b'.' {
+            j += 1;
+            let start = j;
+            loop {
+                if j >= b.len() {
+                    return Err((
+                        None,
+                        "could not parse formatting clause: error while parsing precision: could not find end of precision specifier".into(),
+                    ));
+                }
+                if !b[j].is_ascii_digit() {
+                    break;
+                }
+                j += 1;
+            }
+            let digits = &s[start..j];
+            if digits.is_empty() {
+                return Err((
+                    None,
+                    "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax".into(),
+                ));
+            }
+            if digits.parse::<i64>().is_err() {
+                return Err((
+                    None,
+                    format!("could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"{digits}\": value out of range"),
+                ));
+            }
+        }
+        let verb = b[j];
+        j += 1;
+        let arg = &args[current];
+        let t = ty(arg.id);
+        let kinds =
+            |ok: &[CheckedType]| matches!(t, CheckedType::Dyn) || ok.iter().any(|k| k.kind() == t.kind());
+        use CheckedType as T;
+        let bad = |what: &str, id: u64, t: &CheckedType| {
+            Err((Some(id), format!("error during formatting: {what}, was given {}", t.type_name())))
+        };
+        match verb {
+            b's' => {
+                if let Some((id, t)) = verify_string(arg, ty) {
+                    return bad(
+                        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps",
+                        id,
+                        &t,
+                    );
+                }
+            }
+            b'd' => {
+                if !kinds(&[T::Int, T::Uint]) {
+                    return bad("decimal clause can only be used on integers", arg.id, &t);
+                }
+            }
+            b'f' => {
+                if !kinds(&[T::Double, T::String]) {
+                    return bad("fixed-point clause can only be used on doubles", arg.id, &t);
+                }
+            }
+            b'e' => {
+                if !kinds(&[T::Double, T::String]) {
+                    return bad("scientific clause can only be used on doubles", arg.id, &t);
+                }
+            }
+            b'b' => {
+                if !kinds(&[T::Int, T::Uint, T::Bool]) {
+                    return bad("only integers and bools can be formatted as binary", arg.id, &t);
+                }
+            }
+            b'x' | b'X' => {
+                if !kinds(&[T::Int, T::Uint, T::String, T::Bytes]) {
+                    return bad(
+                        "only integers, byte buffers, and strings can be formatted as hex",
+                        arg.id,
+                        &t,
+                    );
+                }
+            }
+            b'o' => {
+                if !kinds(&[T::Int, T::Uint]) {
+                    return bad("octal clause can only be used on integers", arg.id, &t);
+                }
+            }
+            other => {
+                return Err((
+                    None,
+                    format!(
+                        "could not parse formatting clause: unrecognized formatting clause \"{}\"",
+                        char::from(other)
+                    ),
+                ));
+            }
+        }
+        i = j;
+        arg_index += 1;
+    }
+    Ok(())
+}
+
+/// `verifyString`: the id and type of the first (nested) argument `%s` cannot format.
+fn verify_string(e: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType) -> Option<(u64, CheckedType)> {
+    use CheckedType as T;
+    let t = ty(e.id);
+    let ok = matches!(
+        t,
+        T::Dyn
+            | T::List(_)
+            | T::Map(..)
+            | T::Int
+            | T::Uint
+            | T::Double
+            | T::Bool
+            | T::String
+            | T::Timestamp
+            | T::Bytes
+            | T::Duration
+            | T::Type(_)
+            | T::Null
+    );
+    if !ok {
+        return Some((e.id, t));
+    }
+    match &e.expr {
+        Expr::List(l) => l.elements.iter().find_map(|x| verify_string(x, ty)),
+        Expr::Map(m) => m.entries.iter().find_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(me) => verify_string(&me.key, ty).or_else(|| verify_string(&me.value, ty)),
+            EntryExpr::StructField(_) => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The first constant pattern `env.Program` fails to compile (post-order, as the planner
+/// decorates calls), as Kubernetes reports it.
+pub(super) fn instantiation_error(root: &IdedExpr) -> Option<String> {
+    for c in children(root) {
+        if let Some(e) = instantiation_error(c) {
+            return Some(e);
+        }
+    }
+    let Expr::Call(call) = &root.expr else { return None };
+    if !matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {
+        return None;
+    }
+    let all: Vec<&IdedExpr> = call.target.as_deref().into_iter().chain(call.args.iter()).collect();
+    let Expr::Literal(LiteralValue::String(p)) = &all.get(1)?.expr else { return None };
+    go_regexp_error(p.inner()).map(|e| format!("program instantiation failed: {e}"))
+}

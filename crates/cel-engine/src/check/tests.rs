@@ -286,6 +286,8 @@ fn program_instantiation() {
         ("'abc'.find('\\\\q')", Some("program instantiation failed: error parsing regexp: invalid escape sequence: `\\q`")),
         ("'abc'.find('a**')", Some("program instantiation failed: error parsing regexp: invalid nested repetition operator: `**`")),
         ("'abc'.find('[[:alpha:]]+(?i)b\\\\d{2,3}')", None),
+        ("'abc'.find('a{2}{3}')", Some("program instantiation failed: error parsing regexp: invalid nested repetition operator: `{2}{3}`")),
+        ("'abc'.find('(?P<n>a)(?:b)(?i:c)a{,2}x{')", None),
         ("'abc'.find(object.p)", None),
     ];
     for (source, want) in cases {
@@ -331,4 +333,124 @@ fn go_durations_and_timestamps() {
     ] {
         assert_eq!(go_parse_rfc3339(s), secs, "{s}");
     }
+}
+
+/// k8s `pkg/admission/plugin/cel/compile_test.go` `TestCompileValidatingPolicyExpression`.
+#[test]
+fn kubernetes_compile_cases() {
+    let accepted = [
+        "object.foo < params.x",
+        "namespaceObject.metadata.name.startsWith('test')",
+        "object.foo == oldObject.foo",
+        "object == null || oldObject == null || object.foo == oldObject.foo",
+        "object.spec.string.matches('[0-9]+')",
+        "object.spec.string.findAll('[0-9]+').size() > 0",
+        "object.spec.list.isSorted()",
+        "url(object.spec.endpoint).getHostname() in ['ok1', 'ok2']",
+        "request.kind.group == 'example.com' && request.kind.version == 'v1' && request.kind.kind == 'Fake'",
+        "request.resource.group == 'example.com' && request.resource.version == 'v1' && request.resource.resource == 'fake' && request.subResource == 'scale'",
+        "request.requestKind.group == 'example.com' && request.requestKind.version == 'v1' && request.requestKind.kind == 'Fake'",
+        "request.requestResource.group == 'example.com' && request.requestResource.version == 'v1' && request.requestResource.resource == 'fake' && request.requestSubResource == 'scale'",
+        "request.name == 'fake-name'",
+        "request.namespace == 'fake-namespace'",
+        "request.operation == 'CREATE'",
+        "request.userInfo.username == 'admin'",
+        "request.userInfo.uid == '014fbff9a07c'",
+        "request.userInfo.groups == ['system:authenticated', 'my-admin-group']",
+        "request.userInfo.extra == {'some-key': ['some-value1', 'some-value2']}",
+        "request.dryRun == false",
+        "request.options == {'whatever': 'you want'}",
+        "authorizer.group('') != null",
+        "namespaceObject.metadata != null",
+        "namespaceObject.metadata.name == 'test'",
+        "namespaceObject.metadata.generateName == 'test'",
+        "namespaceObject.metadata.namespace == 'testns'",
+        "'test' in namespaceObject.metadata.labels",
+        "'test' in namespaceObject.metadata.annotations",
+        "namespaceObject.metadata.UID == '12345'",
+        "type(namespaceObject.metadata.creationTimestamp) == google.protobuf.Timestamp",
+        "type(namespaceObject.metadata.deletionTimestamp) == google.protobuf.Timestamp",
+        "namespaceObject.metadata.deletionGracePeriodSeconds == 5",
+        "namespaceObject.metadata.generation == 2",
+        "namespaceObject.metadata.resourceVersion == 'v1'",
+        "namespaceObject.metadata.finalizers[0] == 'testEnv'",
+        "namespaceObject.spec.finalizers[0] == 'testEnv'",
+        "namespaceObject.status.phase == 'Active'",
+        "namespaceObject.status.conditions[0].status == 'True'",
+        "namespaceObject.status.conditions[0].type == 'NamespaceDeletionDiscoveryFailure'",
+        "type(namespaceObject.status.conditions[0].lastTransitionTime) == google.protobuf.Timestamp",
+        "namespaceObject.status.conditions[0].message == 'Unknow'",
+        "namespaceObject.status.conditions[0].reason == 'Invalid'",
+    ];
+    let env = TypeEnv::admission(true, true);
+    for source in accepted {
+        let parsed = crate::parse(source).unwrap();
+        assert_eq!(check(&parsed, &env), Ok(CheckedType::Bool), "{source}");
+    }
+    let refused = [
+        ("1 < 'asdf'", "found no matching overload for '_<_' applied to '(int, string)'"),
+        ("request.foo1 == 'nope'", "undefined field 'foo1'"),
+        ("request.resource.foo2 == 'nope'", "undefined field 'foo2'"),
+        ("request.requestKind.foo3 == 'nope'", "undefined field 'foo3'"),
+        ("request.requestResource.foo4 == 'nope'", "undefined field 'foo4'"),
+        ("request.userInfo.foo5 == 'nope'", "undefined field 'foo5'"),
+        ("namespaceObject.foo1 == 'nope'", "undefined field 'foo1'"),
+        ("namespaceObject.metadata.foo2 == 'nope'", "undefined field 'foo2'"),
+        ("namespaceObject.spec.foo3 == 'nope'", "undefined field 'foo3'"),
+        ("namespaceObject.status.foo4 == 'nope'", "undefined field 'foo4'"),
+        ("namespaceObject.status.conditions[0].foo5 == 'nope'", "undefined field 'foo5'"),
+        ("object.foo < invalid.x", "undeclared reference to 'invalid' (in container '')"),
+        ("test() == true", "undeclared reference to 'test' (in container '')"),
+    ];
+    for (source, want) in refused {
+        let parsed = crate::parse(source).unwrap();
+        assert_eq!(check(&parsed, &env), Err(vec![want.to_owned()]), "{source}");
+    }
+    let bare = TypeEnv::admission(false, false);
+    for (source, want) in [
+        ("object.foo < params.x", "undeclared reference to 'params' (in container '')"),
+        ("authorizer.group('') != null", "undeclared reference to 'authorizer' (in container '')"),
+    ] {
+        let parsed = crate::parse(source).unwrap();
+        assert_eq!(check(&parsed, &bare), Err(vec![want.to_owned()]), "{source}");
+    }
+}
+
+/// cel-go `ext/comprehensions_test.go`: the two-variable macros' errors.
+#[test]
+fn two_variable_comprehension_errors() {
+    let cases = [
+        ("[].all(i, i, i < i)", "duplicate variable name: i"),
+        ("[].all(__result__, i, __result__ < i)", "iteration variable overwrites accumulator variable"),
+        ("[].all(j, __result__, __result__ < j)", "iteration variable overwrites accumulator variable"),
+        ("[].all(i.j, k, i.j < k)", "argument must be a simple name"),
+        ("[].all(j, i.k, j < i.k)", "argument must be a simple name"),
+        ("1.all(j, k, j < k)", "cannot be range"),
+        ("[].exists(i.j, k, i.j < k)", "argument must be a simple name"),
+        ("''.exists(j, k, j < k)", "cannot be range"),
+        ("[].existsOne(j, i.k, j < i.k)", "argument must be a simple name"),
+        ("[].exists_one(i.j, k, i.j < k)", "argument must be a simple name"),
+        ("''.existsOne(j, k, j < k)", "cannot be range"),
+        ("[].transformList(j, i.k, j + i.k)", "argument must be a simple name"),
+        ("{}.transformMap(i.j, k, i.j + k)", "argument must be a simple name"),
+        ("{}.transformMapEntry(j, i.k, {j: i.k})", "argument must be a simple name"),
+        ("{}.transformMapEntry(j, k, 'bad filter', {k: j})", "no matching overload"),
+        ("[1, 2].transformList(i, v, v % 2 == 0 ? [v] : v)", "no matching overload"),
+        (
+            "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, []) == {}",
+            "no matching overload",
+        ),
+    ];
+    for (source, want) in cases {
+        let errors = run(source).unwrap_err();
+        assert!(errors.iter().any(|e| e.contains(want)), "{source}: {errors:?}");
+    }
+    assert_eq!(
+        run("1.all(j, k, j < k)"),
+        Err(vec![
+            "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)"
+                .into()
+        ])
+    );
+    assert_eq!(run("[1, 1].transformMapEntry(i, v, {v: i})"), Ok("map(int, int)".into()));
 }

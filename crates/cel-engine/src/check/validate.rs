@@ -335,7 +335,8 @@ pub(crate) fn go_parse_rfc3339(s: &str) -> Option<i64> {
 /// it compiles. Validity is decided by the `regex` crate (RE2 syntax, as Go's) plus Go's
 /// repeat limit of 1000; the texts of the common errors are Go's.
 pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
-    if let Some(e) = go_syntax_error(pattern) {
+    let mut literal_braces = Vec::new();
+    if let Some(e) = go_syntax_error(pattern, &mut literal_braces) {
         return Some(format!("error parsing regexp: {e}"));
     }
     // Escapes Go accepts and the `regex` crate does not: undecidable here, accepted.
@@ -345,7 +346,16 @@ pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
     {
         return None;
     }
-    match regex::Regex::new(pattern) {
+    // Go reads a `{` that starts no repetition (`x{`, `a{,2}`) as a literal; the `regex`
+    // crate does not.
+    let mut normalized = String::with_capacity(pattern.len() + literal_braces.len());
+    for (i, c) in pattern.chars().enumerate() {
+        if literal_braces.contains(&i) {
+            normalized.push('\\');
+        }
+        normalized.push(c);
+    }
+    match regex::Regex::new(&normalized) {
         Ok(_) => None,
         Err(e) => {
             let text = e.to_string();
@@ -356,13 +366,14 @@ pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
     }
 }
 
-fn go_syntax_error(p: &str) -> Option<String> {
+fn go_syntax_error(p: &str, literal_braces: &mut Vec<usize>) -> Option<String> {
     let chars: Vec<char> = p.chars().collect();
     let mut i = 0;
     let mut depth = 0usize;
     // Whether the previous item can take a repetition operator, and whether it is one.
     let mut operand = false;
     let mut repeated = false;
+    let mut last_op = 0;
     while i < chars.len() {
         let c = chars[i];
         match c {
@@ -519,6 +530,7 @@ fn go_syntax_error(p: &str) -> Option<String> {
                     });
                     let Some((lo, hi)) = valid else {
                         // A literal `{`.
+                        literal_braces.push(i);
                         i += 1;
                         operand = true;
                         repeated = false;
@@ -535,11 +547,13 @@ fn go_syntax_error(p: &str) -> Option<String> {
                 }
                 let op: String = chars[i..end].iter().collect();
                 if repeated {
-                    return Some(format!("invalid nested repetition operator: `{}{}`", chars[i - 1], op));
+                    let text: String = chars[last_op..end].iter().collect();
+                    return Some(format!("invalid nested repetition operator: `{text}`"));
                 }
                 if !operand {
                     return Some(format!("missing argument to repetition operator: `{op}`"));
                 }
+                last_op = i;
                 i = end;
                 repeated = true;
                 continue;

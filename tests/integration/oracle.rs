@@ -107,6 +107,17 @@ fn compare(upstream: &Outcome, gateway: &Outcome) -> Agreement {
     }
 }
 
+/// A refusal without the expression it quotes (`…: Invalid value: "EXPRESSION": REASON`, as the
+/// gateway words it): the field and the reason.
+fn refusal(why: &str) -> String {
+    if let Some((field, rest)) = why.split_once(": Invalid value: \"") {
+        if let Some((_, reason)) = rest.split_once("\": ") {
+            return format!("{field}: {reason}");
+        }
+    }
+    why.to_owned()
+}
+
 /// Two texts from a little before where they part.
 fn apart(a: &str, b: &str) -> (String, String) {
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
@@ -151,7 +162,7 @@ fn summary(upstream: &Outcome, gateway: &Outcome) -> String {
     }
     fn decision(outcome: &Outcome) -> String {
         match outcome {
-            Outcome::Refused(why) => format!("refused ({})", cut(why)),
+            Outcome::Refused(why) => format!("refused ({})", cut(&refusal(why))),
             Outcome::Hung => format!("still running after {} s (killed)", HUNG_AFTER.as_secs()),
             Outcome::Decided(d) if d.reason.starts_with("match: ") => d.reason.clone(),
             Outcome::Decided(d) if d.allowed => "allowed".to_owned(),

@@ -14,6 +14,7 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 pub mod decls;
 mod macros;
+mod program;
 pub mod types;
 mod validate;
 
@@ -232,9 +233,9 @@ pub struct CheckError {
 pub struct Checked {
     /// The expression's type (`ast.OutputType()`).
     pub output: CheckedType,
-    /// What `env.Program` would refuse after a successful check (a constant regular
-    /// expression of `matches`/`find`/`findAll` that does not compile): Kubernetes' text
-    /// `program instantiation failed: error parsing regexp: …`.
+    /// What `env.Program` would refuse after a successful check (a type conversion of a
+    /// constant that fails, `int('abc')`; a constant pattern of `matches`/`find`/`findAll`
+    /// that does not compile), as Kubernetes reports it: `program instantiation failed: …`.
     pub instantiation_error: Option<String>,
 }
 
@@ -272,7 +273,7 @@ pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<Che
         return Err(to_errors(errors));
     }
     let output = types.get(&expanded.id).cloned().unwrap_or(CheckedType::Dyn);
-    Ok(Checked { output, instantiation_error: validate::instantiation_error(&expanded) })
+    Ok(Checked { output, instantiation_error: program::instantiation_error(&expanded) })
 }
 
 struct Checker<'a> {

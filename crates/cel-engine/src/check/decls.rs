@@ -340,9 +340,11 @@ pub fn functions() -> &'static HashMap<String, Vec<Overload>> {
 
 fn build() -> HashMap<String, Vec<Overload>> {
     let mut text = String::new();
+    // The order in which k8s `environment/base.go` adds the libraries: a function declared by
+    // two of them (`indexOf`, `lastIndexOf`) has its overloads tried in that order.
     for part in [
-        STANDARD, OPTIONAL, STRINGS, SETS, EXT_LISTS, TWO_VAR, K8S_LISTS, REGEX, URL, IP, QUANTITY, SEMVER,
-        FORMAT, AUTHZ,
+        STANDARD, URL, REGEX, K8S_LISTS, AUTHZ, OPTIONAL, QUANTITY, STRINGS, SETS, IP, FORMAT, TWO_VAR,
+        SEMVER, EXT_LISTS,
     ] {
         text.push_str(part);
     }

@@ -454,3 +454,44 @@ fn two_variable_comprehension_errors() {
     );
     assert_eq!(run("[1, 1].transformMapEntry(i, v, {v: i})"), Ok("map(int, int)".into()));
 }
+
+/// cel-go's planner folds conversions of constants (`OptOptimize`): their errors fail the
+/// program, which Kubernetes reports as a compile error.
+#[test]
+fn constant_conversions() {
+    let e = env();
+    let cases = [
+        ("int('abc') == 1", Some("type conversion error from 'string' to 'int'")),
+        ("int('12') == 12", None),
+        ("int('+12') == 12", None),
+        ("uint('+1') == 1u", Some("type conversion error from 'string' to 'uint'")),
+        ("uint(-1) == 1u", Some("unsigned integer overflow")),
+        ("int(1e20) == 1", Some("integer overflow")),
+        ("int(18446744073709551615u) == 1", Some("integer overflow")),
+        ("double('1e400') == 1.0", Some("type conversion error from 'string' to 'double'")),
+        ("double('-Inf') < 0.0", None),
+        ("bool('yes')", Some("type conversion error from 'string' to 'bool'")),
+        ("bool('T')", None),
+        ("string(b'\\xff') == ''", Some("invalid UTF-8 in bytes, cannot convert to string")),
+        ("int(string(1e6)) == 1", Some("type conversion error from 'string' to 'int'")),
+        ("int(string(100.0)) == 100", None),
+        (
+            "duration(string(1)) == duration('1s')",
+            Some("type conversion error from 'string' to 'google.protobuf.Duration'"),
+        ),
+        (
+            "timestamp(string(1)) == timestamp(1)",
+            Some("type conversion error from 'string' to 'google.protobuf.Timestamp'"),
+        ),
+        ("int(dyn('x')) == 1", Some("type conversion error from 'string' to 'int'")),
+        ("int(object.x) == 1", None),
+        ("'a'.matches(string(b'['))", Some("error parsing regexp: missing closing ]: `[`")),
+        ("[int('1'), 2][0] == int('x')", Some("type conversion error from 'string' to 'int'")),
+    ];
+    for (source, want) in cases {
+        let parsed = crate::parse(source).unwrap();
+        let checked = check_detailed(&parsed, &e).unwrap_or_else(|errors| panic!("{source}: {errors:?}"));
+        let want = want.map(|w| format!("program instantiation failed: {w}"));
+        assert_eq!(checked.instantiation_error, want, "{source}");
+    }
+}

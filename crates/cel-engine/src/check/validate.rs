@@ -51,7 +51,7 @@ fn preorder<'a>(e: &'a IdedExpr, out: &mut Vec<&'a IdedExpr>) {
     }
 }
 
-fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+pub(super) fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
     match &e.expr {
         Expr::Call(c) => c.target.as_deref().into_iter().chain(c.args.iter()).collect(),
         Expr::Comprehension(c) => vec![&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result],
@@ -764,21 +764,4 @@ fn verify_string(e: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType) -> Option<(u64, 
         }),
         _ => None,
     }
-}
-
-/// The first constant pattern `env.Program` fails to compile (post-order, as the planner
-/// decorates calls), as Kubernetes reports it.
-pub(super) fn instantiation_error(root: &IdedExpr) -> Option<String> {
-    for c in children(root) {
-        if let Some(e) = instantiation_error(c) {
-            return Some(e);
-        }
-    }
-    let Expr::Call(call) = &root.expr else { return None };
-    if !matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {
-        return None;
-    }
-    let all: Vec<&IdedExpr> = call.target.as_deref().into_iter().chain(call.args.iter()).collect();
-    let Expr::Literal(LiteralValue::String(p)) = &all.get(1)?.expr else { return None };
-    go_regexp_error(p.inner()).map(|e| format!("program instantiation failed: {e}"))
 }

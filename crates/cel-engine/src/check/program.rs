@@ -1,0 +1,259 @@
+//! What `env.Program` refuses after a successful check, with cel-go's `OptOptimize` as the
+//! API server sets it: a type conversion (`int`, `uint`, `double`, `string`, `bytes`,
+//! `bool`, `duration`, `timestamp`, `dyn`, `type`) of a constant is evaluated at planning
+//! (`interpreter.maybeOptimizeConstUnary`) and its error fails the program; a constant
+//! pattern of `matches`, `find` or `findAll` is compiled (`MatchesRegexOptimization`, k8s
+//! `FindRegexOptimization`, `FindAllRegexOptimization`). The planner goes depth first, so the
+//! first failure in post-order is the one reported.
+
+use cel::common::ast::{Expr, IdedExpr, LiteralValue};
+
+use super::validate::{children, go_parse_duration, go_parse_rfc3339, go_regexp_error};
+
+/// A constant the planner knows (`InterpretableConst`).
+#[derive(Clone, Debug, PartialEq)]
+enum Const {
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+    Bool(bool),
+    Duration(i128),
+    Timestamp(i64),
+    /// A constant whose value does not matter here (null, a list, a map, a type, a value
+    /// this module does not render).
+    Other,
+}
+
+/// Kubernetes' text for the first failure: `program instantiation failed: …`.
+pub(super) fn instantiation_error(root: &IdedExpr) -> Option<String> {
+    plan(root).err().map(|e| format!("program instantiation failed: {e}"))
+}
+
+fn plan(e: &IdedExpr) -> Result<Option<Const>, String> {
+    let mut consts = Vec::new();
+    for c in children(e) {
+        consts.push(plan(c)?);
+    }
+    match &e.expr {
+        Expr::Literal(l) => Ok(Some(match l {
+            LiteralValue::Int(i) => Const::Int(*i.inner()),
+            LiteralValue::UInt(u) => Const::Uint(*u.inner()),
+            LiteralValue::Double(d) => Const::Double(*d.inner()),
+            LiteralValue::String(s) => Const::Str(s.inner().to_owned()),
+            LiteralValue::Bytes(b) => Const::Bytes(b.inner().to_vec()),
+            LiteralValue::Boolean(b) => Const::Bool(*b.inner()),
+            LiteralValue::Null => Const::Other,
+        })),
+        // Constant list and map literals are built once (`maybeBuildListLiteral`).
+        Expr::List(l) if l.optional_indices.is_empty() && consts.iter().all(Option::is_some) => {
+            Ok(Some(Const::Other))
+        }
+        Expr::Map(_) if consts.iter().all(Option::is_some) => Ok(Some(Const::Other)),
+        Expr::Call(call) => {
+            let name = call.func_name.as_str();
+            if call.target.is_none() && call.args.len() == 1 {
+                if let Some(Some(arg)) = consts.first() {
+                    if let Some(result) = convert(name, arg) {
+                        return result.map(Some);
+                    }
+                }
+            }
+            if matches!(name, "matches" | "find" | "findAll") {
+                if let Some(Some(Const::Str(pattern))) = consts.get(1) {
+                    if let Some(err) = go_regexp_error(pattern) {
+                        return Err(err);
+                    }
+                }
+            }
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+fn conversion_error(from: &str, to: &str) -> String {
+    format!("type conversion error from '{from}' to '{to}'")
+}
+
+/// The conversion `name` of a constant: `None` when `name` is not a conversion function.
+fn convert(name: &str, v: &Const) -> Option<Result<Const, String>> {
+    use Const as C;
+    const MIN_UNIX: i64 = -62135596800;
+    const MAX_UNIX: i64 = 253402300799;
+    let int_overflow = || Err("integer overflow".to_owned());
+    let uint_overflow = || Err("unsigned integer overflow".to_owned());
+    let r = match (name, v) {
+        ("dyn", v) => Ok(v.clone()),
+        ("type", _) => Ok(C::Other),
+        (_, C::Other) => Ok(C::Other),
+        ("int", C::Int(i)) => Ok(C::Int(*i)),
+        ("int", C::Uint(u)) => i64::try_from(*u).map(C::Int).or_else(|_| int_overflow()),
+        ("int", C::Double(d)) => {
+            if d.is_nan() || *d <= i64::MIN as f64 || *d >= i64::MAX as f64 {
+                int_overflow()
+            } else {
+                Ok(C::Int(*d as i64))
+            }
+        }
+        ("int", C::Str(s)) => s.parse::<i64>().map(C::Int).map_err(|_| conversion_error("string", "int")),
+        ("int", C::Duration(ns)) => Ok(C::Int(*ns as i64)),
+        ("int", C::Timestamp(secs)) => Ok(C::Int(*secs)),
+        ("uint", C::Uint(u)) => Ok(C::Uint(*u)),
+        ("uint", C::Int(i)) => u64::try_from(*i).map(C::Uint).or_else(|_| uint_overflow()),
+        ("uint", C::Double(d)) => {
+            if d.is_nan() || *d < 0.0 || *d >= 18446744073709551616.0 {
+                uint_overflow()
+            } else {
+                Ok(C::Uint(*d as u64))
+            }
+        }
+        ("uint", C::Str(s)) => {
+            let unsigned = !s.starts_with('+');
+            match s.parse::<u64>() {
+                Ok(u) if unsigned => Ok(C::Uint(u)),
+                _ => Err(conversion_error("string", "uint")),
+            }
+        }
+        ("double", C::Double(d)) => Ok(C::Double(*d)),
+        ("double", C::Int(i)) => Ok(C::Double(*i as f64)),
+        ("double", C::Uint(u)) => Ok(C::Double(*u as f64)),
+        ("double", C::Str(s)) => {
+            go_parse_float(s).map(C::Double).ok_or_else(|| conversion_error("string", "double"))
+        }
+        ("string", C::Str(s)) => Ok(C::Str(s.clone())),
+        ("string", C::Int(i)) => Ok(C::Str(i.to_string())),
+        ("string", C::Uint(u)) => Ok(C::Str(u.to_string())),
+        ("string", C::Double(d)) => Ok(C::Str(go_format_g(*d))),
+        ("string", C::Bool(b)) => Ok(C::Str(b.to_string())),
+        ("string", C::Bytes(b)) => match String::from_utf8(b.clone()) {
+            Ok(s) => Ok(C::Str(s)),
+            Err(_) => Err("invalid UTF-8 in bytes, cannot convert to string".to_owned()),
+        },
+        ("string", C::Duration(_) | C::Timestamp(_)) => Ok(C::Other),
+        ("bytes", C::Bytes(b)) => Ok(C::Bytes(b.clone())),
+        ("bytes", C::Str(s)) => Ok(C::Bytes(s.as_bytes().to_vec())),
+        ("bool", C::Bool(b)) => Ok(C::Bool(*b)),
+        ("bool", C::Str(s)) => match s.as_str() {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(C::Bool(true)),
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(C::Bool(false)),
+            _ => Err(conversion_error("string", "bool")),
+        },
+        ("duration", C::Duration(d)) => Ok(C::Duration(*d)),
+        ("duration", C::Str(s)) => go_parse_duration(s)
+            .map(C::Duration)
+            .ok_or_else(|| conversion_error("string", "google.protobuf.Duration")),
+        ("timestamp", C::Timestamp(t)) => Ok(C::Timestamp(*t)),
+        ("timestamp", C::Int(i)) => {
+            if (MIN_UNIX..=MAX_UNIX).contains(i) {
+                Ok(C::Timestamp(*i))
+            } else {
+                Err("timestamp overflow".to_owned())
+            }
+        }
+        ("timestamp", C::Str(s)) => match go_parse_rfc3339(s) {
+            Some(secs) if (MIN_UNIX..=MAX_UNIX).contains(&secs) => Ok(C::Timestamp(secs)),
+            Some(_) => Err("timestamp overflow".to_owned()),
+            None => Err(conversion_error("string", "google.protobuf.Timestamp")),
+        },
+        ("int" | "uint" | "double" | "bytes" | "bool" | "duration" | "timestamp", _) => {
+            // A runtime type the overloads do not take (through `dyn`): left to evaluation.
+            Ok(C::Other)
+        }
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// Go's `strconv.ParseFloat(s, 64)`: `None` on a syntax error or an overflow to infinity.
+pub(crate) fn go_parse_float(s: &str) -> Option<f64> {
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let lower = body.to_ascii_lowercase();
+    if lower == "inf" || lower == "infinity" || lower == "nan" {
+        return s.to_ascii_lowercase().replace("infinity", "inf").parse().ok();
+    }
+    if lower.starts_with("0x") {
+        return go_parse_hex_float(s);
+    }
+    if body.contains('_')
+        || !body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+/// A hexadecimal float (`0x1.8p3`, underscores between digits allowed).
+fn go_parse_hex_float(s: &str) -> Option<f64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let body = &body[2..];
+    let (mantissa, exp) = body.split_once(['p', 'P'])?;
+    let mantissa = mantissa.replace('_', "");
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((&mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int_part.chars().chain(frac_part.chars()) {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let exp: i32 = exp.replace('_', "").parse().ok()?;
+    let v = v * 2f64.powi(exp - 4 * frac_part.len() as i32);
+    let v = if neg { -v } else { v };
+    v.is_finite().then_some(v)
+}
+
+/// Go's `fmt.Sprintf("%g", d)` (`strconv.FormatFloat(d, 'g', -1, 64)`): the shortest
+/// digits, in exponent form when the decimal exponent is below -4 or at least 6.
+pub(crate) fn go_format_g(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let sci = format!("{d:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("exponent form");
+    let exp: i32 = exp.parse().expect("an exponent");
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    format!("{d}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_floats() {
+        assert_eq!(go_parse_float("1.5"), Some(1.5));
+        assert_eq!(go_parse_float("-1e3"), Some(-1000.0));
+        assert_eq!(go_parse_float(".5"), Some(0.5));
+        assert_eq!(go_parse_float("Inf"), Some(f64::INFINITY));
+        assert_eq!(go_parse_float("-infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(go_parse_float("0x1.8p1"), Some(3.0));
+        assert_eq!(go_parse_float("1e400"), None);
+        assert_eq!(go_parse_float("1_000"), None);
+        assert_eq!(go_parse_float("abc"), None);
+        assert_eq!(go_parse_float(""), None);
+        assert_eq!(go_format_g(100.0), "100");
+        assert_eq!(go_format_g(1e6), "1e+06");
+        assert_eq!(go_format_g(123456.0), "123456");
+        assert_eq!(go_format_g(1.5), "1.5");
+        assert_eq!(go_format_g(0.0001), "0.0001");
+        assert_eq!(go_format_g(0.00001), "1e-05");
+        assert_eq!(go_format_g(-2.5e-10), "-2.5e-10");
+        assert_eq!(go_format_g(1e21), "1e+21");
+    }
+}

@@ -242,10 +242,18 @@ pub struct Checked {
 /// Checks `expr` as the API server does at creation; `Err` holds cel-go's messages (macro
 /// expansion errors, then checker errors, or the validators' errors), in report order.
 pub fn check(expr: &IdedExpr, env: &TypeEnv) -> Result<CheckedType, Vec<String>> {
-    check_detailed(expr, env)
-        .map(|c| c.output)
-        .map_err(|errors| errors.into_iter().map(|e| e.message).collect())
+    check_detailed(expr, env).map(|c| c.output).map_err(|errors| {
+        let total = errors.len();
+        let mut messages: Vec<String> = errors.into_iter().take(MAX_ERRORS).map(|e| e.message).collect();
+        if total > MAX_ERRORS {
+            messages.push(format!("{} more errors were truncated", total - MAX_ERRORS));
+        }
+        messages
+    })
 }
+
+/// cel-go's `common.Errors` keeps the first 100 errors and reports how many it dropped.
+const MAX_ERRORS: usize = 100;
 
 /// [`check`] with the ids of the errors and the program-instantiation outcome.
 pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<CheckError>> {

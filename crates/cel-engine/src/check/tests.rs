@@ -495,3 +495,11 @@ fn constant_conversions() {
         assert_eq!(checked.instantiation_error, want, "{source}");
     }
 }
+
+#[test]
+fn errors_past_one_hundred_are_counted() {
+    let source = vec!["x"; 103].join(" + ");
+    let errors = run(&source).unwrap_err();
+    assert_eq!(errors.len(), 101);
+    assert_eq!(errors[100], "3 more errors were truncated");
+}

@@ -6,7 +6,23 @@
 //! `ValidateDurationLiterals`, `ValidateTimestampLiterals`, `ValidateRegexLiterals`, the
 //! strings library's `format` validator). Messages are cel-go's texts; the parser keeps no
 //! source positions, so they carry no `<input>:line:column` prefix (each error keeps the id
-//! of the node it is reported at, see [`CheckError`]).
+//! of the node it is reported at, see [`CheckError`]; cel-go prints them sorted by position).
+//!
+//! What the API server refuses at creation, in its order (k8s `CompileCELExpression`):
+//! 1. parse errors;
+//! 2. [`check_detailed`] errors (`compilation failed: …`): the macros cel-go expands at
+//!    parse time and the `cel` crate leaves as calls, the checker, the validators;
+//! 3. [`check_result_type`] (`must evaluate to bool but got dyn`) against the expression's
+//!    return types: `[bool]` for validations and matchConditions, `[string]` for
+//!    messageExpression, `[string, null_type]` for auditAnnotations' valueExpression, none
+//!    for variables (Kubernetes lists `AnyType` there);
+//! 4. [`Checked::instantiation_error`] (`program instantiation failed: …`).
+//!
+//! Environments ([`TypeEnv::admission`]): webhook matchConditions have no `params` and an
+//! authorizer; a policy's validations, matchConditions, auditAnnotations and variables have
+//! `params` when it has a paramKind, the authorizer, and `variables`
+//! ([`TypeEnv::composited_variable`] for each earlier variable); its messageExpressions
+//! have no authorizer (k8s `validating/plugin.go`).
 
 use std::collections::HashMap;
 

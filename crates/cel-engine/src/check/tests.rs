@@ -503,3 +503,26 @@ fn errors_past_one_hundred_are_counted() {
     assert_eq!(errors.len(), 101);
     assert_eq!(errors[100], "3 more errors were truncated");
 }
+
+/// cel-go `checker/checker_test.go`: optional selections and literals.
+#[test]
+fn optionals_of_cel_go() {
+    use CheckedType as T;
+    let cases: &[(T, &str, &str)] = &[
+        (T::map(T::String, T::String), "a.?b", "optional_type(string)"),
+        (T::map(T::String, T::String), "type(a.?b) == optional_type", "bool"),
+        (T::optional(T::map(T::String, T::String)), "a.b", "optional_type(string)"),
+        (T::optional(T::Dyn), "a.dynamic", "optional_type(dyn)"),
+        (T::optional(T::Dyn), "has(a.dynamic)", "bool"),
+        (T::optional(T::map(T::String, T::Dyn)), "has(a.?b.c)", "bool"),
+        (T::optional(T::map(T::String, T::String)), "{?'nested': a.b}", "map(string, string)"),
+        (T::optional(T::String), "[?a, ?a, 'world']", "list(string)"),
+        (T::Dyn, "{?'key': {'a': 'b'}.?value}.key", "string"),
+    ];
+    for (a, source, want) in cases {
+        let mut env = TypeEnv::new();
+        env.variable("a", a.clone());
+        let parsed = crate::parse(source).unwrap();
+        assert_eq!(check(&parsed, &env).map(|t| t.format()), Ok((*want).to_owned()), "{source}");
+    }
+}

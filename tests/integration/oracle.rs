@@ -13,7 +13,8 @@
 //! - **generated cases**: random expressions (a grammar of CEL constructs and the Kubernetes
 //!   libraries) over random objects (maps and lists of 0 to 10,000 entries, nulls, unicode),
 //!   from a fixed seed. Their agreement must stay above the floors below; when it falls, the
-//!   smallest differing case found by shrinking is printed.
+//!   smallest differing case found by shrinking is printed. A case where the gateway ran into
+//!   the review's deadline depends on the machine's speed: reported, left out of the ratios.
 //!
 //! `review_once` (what `review` runs) is not public, so the gateway's side is the binary, whose
 //! `-o json` prints that outcome object (`src/report.rs`): its `status`, `warnings` and
@@ -38,13 +39,13 @@ use crate::support::provision;
 const KNOWN_DIFFERENCES: &str = include_str!("../oracle/known-differences.txt");
 
 /// Generated cases per run, and the seed they come from.
-const GENERATED: usize = 400;
+const GENERATED: usize = 600;
 const SEED: u64 = 0x05ee_d0f0_ac1e;
 
-/// Floors for the generated cases' agreement, in per mille. Measured on 2026-11-28 at fcda634
-/// against k8s.io/apiserver 0.36.4 (400 cases, the seed above): 810‰ decisions, 737‰ messages;
-/// the floors leave a few cases of margin for the ones near the review's deadline on a loaded
-/// machine (big objects). Raise them as the engine is fixed.
+/// Floors for the generated cases' agreement, in per mille of the cases the deadline did not
+/// cut. Measured on 2026-11-28 with the engine at fcda634 against k8s.io/apiserver 0.36.4 (600
+/// cases, the seed above): 806‰ decisions (484), 731‰ messages (439); the floors are a few cases
+/// below. Raise them as the engine is fixed.
 const FLOOR_DECISIONS_PER_MILLE: usize = 800;
 const FLOOR_MESSAGES_PER_MILLE: usize = 725;
 
@@ -317,7 +318,14 @@ const REVIEW_TIMEOUT: &str = "10s";
 const HUNG_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The gateway's outcome: `review --stage validate -o json` with the case's configuration in a
-/// directory of its own (one JSON file per object).
+/// directory of its own (one JSON file per object). What is compared is the outcome object
+/// `review` prints (`src/report.rs`: `status`, `warnings`, `auditAnnotations`), the gateway's own
+/// decision: docs/differences.md's "Behind the API server's webhook call" (the denial wrapped once
+/// more, annotation keys prefixed, `A/B` returned as `A_B`) concerns the answer the API server
+/// receives and wraps, not this object, so nothing is normalized. The documented differences
+/// that do change an outcome ("no type checker", "authorizer", "not available, so refused at
+/// load", "error texts" under matchConditions (CEL)) are listed cases, not normalized away: they
+/// are what the engine work is measured by.
 fn gateway(case: &Case) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config");
@@ -1447,7 +1455,7 @@ fn shrink(start: Generated) -> (Generated, Outcome, Outcome) {
         let cases: Vec<Case> = candidates.iter().map(Generated::case).collect();
         let results = both(&cases);
         let Some((i, (u, g))) =
-            results.into_iter().enumerate().find(|(_, (u, g))| compare(u, g) != Agreement::Full)
+            results.into_iter().enumerate().find(|(_, (u, g))| compare(u, g) != Agreement::Full && !slow(g))
         else {
             break;
         };
@@ -1581,13 +1589,18 @@ fn generated_cases_agree_above_the_floor() {
     let generated: Vec<Generated> = (0..GENERATED).map(|i| generated(i, &mut rng)).collect();
     let cases: Vec<Case> = generated.iter().map(Generated::case).collect();
     let results = both(&cases);
-    let (mut decisions, mut messages, mut refused) = (0, 0, 0);
+    let (mut decisions, mut messages, mut refused, mut slow_cases) = (0, 0, 0, 0);
     let mut first_difference = None;
     let list = std::env::var_os("ORACLE_LIST").is_some();
     for (i, (upstream, gateway)) in results.iter().enumerate() {
         let agreement = compare(upstream, gateway);
         if list && agreement != Agreement::Full {
             eprintln!("{}", describe(&cases[i], upstream, gateway));
+        }
+        if agreement != Agreement::Full && slow(gateway) {
+            // The machine's speed decided it: out of the ratios, as in the corpus.
+            slow_cases += 1;
+            continue;
         }
         decisions += usize::from(agreement != Agreement::None);
         messages += usize::from(agreement == Agreement::Full);
@@ -1596,9 +1609,13 @@ fn generated_cases_agree_above_the_floor() {
             first_difference = Some(i);
         }
     }
-    let n = cases.len();
+    let n = cases.len() - slow_cases;
+    assert!(n > 0, "every generated case was cut by the gateway's deadline");
     let line = format!(
-        "oracle: {n} generated cases (seed {SEED:#x}), {decisions} agree (decision, {}‰), {messages} agree (message, {}‰), {refused} refused by upstream",
+        "oracle: {} generated cases (seed {SEED:#x}), {slow_cases} cut by the gateway's {REVIEW_TIMEOUT} deadline \
+         and left out; of {n}: {decisions} agree (decision, {}‰), {messages} agree (message, {}‰), \
+         {refused} refused by upstream",
+        cases.len(),
         decisions * 1000 / n,
         messages * 1000 / n
     );

@@ -1,0 +1,153 @@
+//! Expected values from Go's `regexp` (`FindString`, `FindAllString`, `regexp/syntax`'s
+//! `Error` texts, read from its source) and k8s `regex.go`'s `Illegal regex: ` wrapping.
+
+use super::*;
+use crate::eval::test_ctx;
+
+fn s(x: &str) -> Value {
+    Value::string(x)
+}
+
+fn strs(v: &[&str]) -> Value {
+    Value::list(v.iter().map(|x| s(x)).collect())
+}
+
+fn find_str(text: &str, pattern: &str) -> std::result::Result<Value, String> {
+    test_ctx(|ctx| find(ctx, &[s(text), s(pattern)]).map_err(|e| e.message))
+}
+
+fn find_all_str(text: &str, pattern: &str, n: Option<i64>) -> std::result::Result<Value, String> {
+    test_ctx(|ctx| match n {
+        None => find_all(ctx, &[s(text), s(pattern)]),
+        Some(n) => find_all_n(ctx, &[s(text), s(pattern), Value::Int(n)]),
+    })
+    .map_err(|e| e.message)
+}
+
+#[test]
+fn find_and_find_all() {
+    let cases: Vec<(&str, &str, &str)> = vec![
+        ("abc 123", "[0-9]+", "123"),
+        ("abc 123", "xyz", ""),
+        ("substring", "sub", "sub"),
+        ("", "a*", ""),
+        // Go's \d \w \s \b are ASCII.
+        ("٣3", "\\d", "3"),
+        ("é_x", "\\w+", "_x"),
+        ("a\u{a0}b c", "\\s", " "),
+        ("éa", "\\ba", "a"),
+        ("é a", "\\ba", "a"),
+        ("xé", "[\\w]+", "x"),
+        ("ab1", "\\D+", "ab"),
+        ("\u{b}x", "\\S", "\u{b}"),
+        // RE2 syntax the regex crate reads otherwise.
+        ("a{", "a{", "a{"),
+        ("a{,3}", "a{,3}", "a{,3}"),
+        ("x&y", "[a&&b]+", "&"),
+        ("a[b", "[[]", "["),
+        ("a~b", "[~]", "~"),
+        ("a-b", "[-a]+", "a-"),
+        ("a-b", "[a-]+", "a-"),
+        ("<a>", "\\<a\\>", "<a>"),
+        ("a*b", "\\Q*b\\E", "*b"),
+        ("a\nb", "\\012", "\n"),
+        ("k", "(?i)K", "k"),
+        ("AB", "\\x41\\x{42}", "AB"),
+        ("αβγ abc", "\\p{Greek}+", "αβγ"),
+        ("αβγ abc", "\\p{greek}+", "αβγ"),
+        ("αβγ abc", "\\pL+", "αβγ"),
+        ("αβγ abc", "\\p{^Greek}+", " abc"),
+        ("abc1", "[[:alpha:]]+", "abc"),
+        ("abc", "(?P<first>a)(?<second>b)", "ab"),
+        ("abc", "(?)abc", "abc"),
+        ("aaa", "a{2}", "aa"),
+        ("aaa", "a{2,}?", "aa"),
+        ("aaa", "(?U)a+", "a"),
+        ("ab", "a|", "a"),
+        ("x", "\\p{Cs}|x", "x"),
+        ("]a", "[]a]+", "]a"),
+    ];
+    for (text, pattern, want) in cases {
+        assert_eq!(find_str(text, pattern), Ok(s(want)), "{text:?}.find({pattern:?})");
+    }
+    assert_eq!(find_all_str("123 abc 456", "[0-9]+", None), Ok(strs(&["123", "456"])));
+    assert_eq!(find_all_str("123 abc 456", "[0-9]+", Some(1)), Ok(strs(&["123"])));
+    assert_eq!(find_all_str("123 abc 456", "[0-9]+", Some(0)), Ok(strs(&[])));
+    assert_eq!(find_all_str("123 abc 456", "[0-9]+", Some(-3)), Ok(strs(&["123", "456"])));
+    assert_eq!(find_all_str("123 abc 456", "[0-9]+", Some(10)), Ok(strs(&["123", "456"])));
+    assert_eq!(find_all_str("abc", "x", None), Ok(strs(&[])));
+    // Empty matches: none right after a match.
+    assert_eq!(find_all_str("baaab", "a*", None), Ok(strs(&["", "aaa", ""])));
+    assert_eq!(find_all_str("héllo", "", None), Ok(strs(&["", "", "", "", "", ""])));
+}
+
+#[test]
+fn syntax_errors() {
+    let cases: Vec<(&str, &str)> = vec![
+        ("(", "missing closing ): `(`"),
+        ("(a(b)", "missing closing ): `(a(b)`"),
+        (")", "unexpected ): `)`"),
+        ("a)b", "unexpected ): `a)b`"),
+        ("[a", "missing closing ]: `[a`"),
+        ("x[a-", "missing closing ]: `[a-`"),
+        ("*", "missing argument to repetition operator: `*`"),
+        ("a|*", "missing argument to repetition operator: `*`"),
+        ("(+?)", "missing argument to repetition operator: `+?`"),
+        ("(?i)*", "missing argument to repetition operator: `*`"),
+        ("{2}", "missing argument to repetition operator: `{2}`"),
+        ("a**", "invalid nested repetition operator: `**`"),
+        ("a+?*", "invalid nested repetition operator: `+?*`"),
+        ("x{2}{3}", "invalid nested repetition operator: `{2}{3}`"),
+        ("a{1001}", "invalid repeat count: `{1001}`"),
+        ("a{2,1}", "invalid repeat count: `{2,1}`"),
+        ("a{100000000}", "invalid repeat count: `{100000000}`"),
+        ("(a{100}){100}", "invalid repeat count: `{100}`"),
+        ("(?=a)", "invalid or unsupported Perl syntax: `(?=`"),
+        ("(?!a)", "invalid or unsupported Perl syntax: `(?!`"),
+        ("(?x)a", "invalid or unsupported Perl syntax: `(?x`"),
+        ("(?", "invalid or unsupported Perl syntax: `(?`"),
+        ("(?-)", "invalid or unsupported Perl syntax: `(?-)`"),
+        ("(?<=a)b", "invalid named capture: `(?<=a)b`"),
+        ("(?P<>a)", "invalid named capture: `(?P<>`"),
+        ("(?P<a-b>x)", "invalid named capture: `(?P<a-b>`"),
+        ("\\1", "invalid escape sequence: `\\1`"),
+        ("\\8", "invalid escape sequence: `\\8`"),
+        ("\\C", "invalid escape sequence: `\\C`"),
+        ("\\e", "invalid escape sequence: `\\e`"),
+        ("\\xZZ", "invalid escape sequence: `\\xZZ`"),
+        ("\\x{}", "invalid escape sequence: `\\x{}`"),
+        ("a\\", "trailing backslash at end of expression: ``"),
+        ("[z-a]", "invalid character class range: `z-a`"),
+        ("[a--]", "invalid character class range: `a--`"),
+        ("[[:foo:]]", "invalid character class range: `[:foo:]`"),
+        ("\\p{Foo}", "invalid character class range: `\\p{Foo}`"),
+        ("\\p{Greek", "invalid character class range: `\\p{Greek`"),
+        ("\\p{Grek}", "invalid character class range: `\\p{Grek}`"),
+    ];
+    for (pattern, want) in cases {
+        assert_eq!(
+            find_str("abc", pattern),
+            Err(format!("Illegal regex: error parsing regexp: {want}")),
+            "{pattern:?}"
+        );
+    }
+    assert_eq!(
+        find_all_str("abc", "(", Some(1)),
+        Err("Illegal regex: error parsing regexp: missing closing ): `(`".into())
+    );
+}
+
+#[test]
+fn costs_and_guards() {
+    let args = [s("hello world"), s("l+o")];
+    // ⌈12 × 0.1⌉ × ⌈3 × 0.25⌉ = 2 × 1.
+    assert_eq!(regex_cost(&args, &Value::Null), 2);
+    assert_eq!(regex_cost(&[s(""), s("")], &Value::Null), 0);
+    assert_eq!(regex_cost(&[s(&"x".repeat(100)), s("[a-z]+[0-9]*")], &Value::Null), 11 * 3);
+    test_ctx(|ctx| {
+        let e = find(ctx, &[Value::Int(1), s("a")]).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::NoMatch);
+        let e = find_all_n(ctx, &[s("a"), s("a"), s("1")]).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::NoMatch);
+    });
+}

@@ -288,6 +288,7 @@ fn program_instantiation() {
         ("'abc'.find('[[:alpha:]]+(?i)b\\\\d{2,3}')", None),
         ("'abc'.find('a{2}{3}')", Some("program instantiation failed: error parsing regexp: invalid nested repetition operator: `{2}{3}`")),
         ("'abc'.find('(?P<n>a)(?:b)(?i:c)a{,2}x{')", None),
+        ("'abc'.find('[\\\\n-a]\\\\w{1000}')", None),
         ("'abc'.find(object.p)", None),
     ];
     for (source, want) in cases {

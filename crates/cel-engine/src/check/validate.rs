@@ -336,7 +336,8 @@ pub(crate) fn go_parse_rfc3339(s: &str) -> Option<i64> {
 /// repeat limit of 1000; the texts of the common errors are Go's.
 pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
     let mut literal_braces = Vec::new();
-    if let Some(e) = go_syntax_error(pattern, &mut literal_braces) {
+    let mut counted = Vec::new();
+    if let Some(e) = go_syntax_error(pattern, &mut literal_braces, &mut counted) {
         return Some(format!("error parsing regexp: {e}"));
     }
     // Escapes Go accepts and the `regex` crate does not: undecidable here, accepted.
@@ -347,15 +348,27 @@ pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
         return None;
     }
     // Go reads a `{` that starts no repetition (`x{`, `a{,2}`) as a literal; the `regex`
-    // crate does not.
+    // crate does not. Counted repetitions (their counts checked above) become `{1}`: their
+    // validity does not depend on the count, and `\w{1000}` would compile to megabytes.
     let mut normalized = String::with_capacity(pattern.len() + literal_braces.len());
+    let mut skip_to = 0;
     for (i, c) in pattern.chars().enumerate() {
+        if i < skip_to {
+            continue;
+        }
+        if let Some(&(_, end)) = counted.iter().find(|(start, _)| *start == i) {
+            normalized.push_str("{1}");
+            skip_to = end;
+            continue;
+        }
         if literal_braces.contains(&i) {
             normalized.push('\\');
         }
         normalized.push(c);
     }
-    match regex::Regex::new(&normalized) {
+    // Go nests groups up to 1000 deep.
+    let built = regex::RegexBuilder::new(&normalized).nest_limit(1000).build();
+    match built {
         Ok(_) => None,
         Err(e) => {
             let text = e.to_string();
@@ -366,7 +379,11 @@ pub(crate) fn go_regexp_error(pattern: &str) -> Option<String> {
     }
 }
 
-fn go_syntax_error(p: &str, literal_braces: &mut Vec<usize>) -> Option<String> {
+fn go_syntax_error(
+    p: &str,
+    literal_braces: &mut Vec<usize>,
+    counted: &mut Vec<(usize, usize)>,
+) -> Option<String> {
     let chars: Vec<char> = p.chars().collect();
     let mut i = 0;
     let mut depth = 0usize;
@@ -433,7 +450,8 @@ fn go_syntax_error(p: &str, literal_braces: &mut Vec<usize>) -> Option<String> {
                             continue;
                         }
                     }
-                    let lo = if c == '\\' {
+                    let lo_escaped = c == '\\';
+                    let lo = if lo_escaped {
                         let Some(&n) = chars.get(i + 1) else {
                             return Some("trailing backslash at end of expression: ``".into());
                         };
@@ -459,7 +477,7 @@ fn go_syntax_error(p: &str, literal_braces: &mut Vec<usize>) -> Option<String> {
                     };
                     if chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|&n| n != ']') {
                         let hi = chars[i + 1];
-                        if hi != '\\' && hi < lo {
+                        if !lo_escaped && hi != '\\' && hi < lo {
                             return Some(format!("invalid character class range: `{lo}-{hi}`"));
                         }
                         i += 2;
@@ -537,6 +555,7 @@ fn go_syntax_error(p: &str, literal_braces: &mut Vec<usize>) -> Option<String> {
                         continue;
                     };
                     end = close.unwrap_or(i) + 1;
+                    counted.push((i, end));
                     let text: String = chars[i..end].iter().collect();
                     if lo > 1000 || hi.is_some_and(|h| h > 1000 || h < lo) {
                         return Some(format!("invalid repeat count: `{text}`"));

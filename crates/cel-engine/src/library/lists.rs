@@ -350,6 +350,14 @@ fn flatten(_: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn flatten_depth(_: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {
+    if !matches!(args[1], Value::Int(_)) {
+        // cel-go's cost tracker for `list_flatten_int` asserts an int depth after the call; the
+        // interpreter recovers its panic as this error.
+        return Err(Error::new(format!(
+            "internal error: interface conversion: ref.Val is {}, not types.Int",
+            go_value_type(&args[1])
+        )));
+    }
     let (Value::List(items), Value::Int(depth)) = (&args[0], &args[1]) else {
         return Err(Error::new(format!(
             "no such overload: {}.flatten({})",
@@ -360,6 +368,26 @@ fn flatten_depth(_: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {
     let mut out = Vec::with_capacity(items.len());
     flatten_into(items, *depth, &mut out)?;
     Ok(Value::list(out))
+}
+
+/// Go's `%T` of a cel-go value (scalars exactly; aggregates as a literal builds them).
+fn go_value_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::String(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::Duration(_) => "types.Duration",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::List(_) => "*types.baseList",
+        Value::Map(_) => "*types.baseMap",
+        Value::Type(_) => "*types.Type",
+        Value::Optional(_) => "*types.Optional",
+        Value::Object(_) => "ref.Val",
+    }
 }
 
 /// cel-go `flatten`.

@@ -24,9 +24,12 @@ fn assert_true(exprs: &[&str]) {
     }
 }
 
+/// `no such overload: f(list)` is the dispatcher's text when no overload takes the arguments
+/// (cel-go's `MaybeNoSuchOverload`); a bare `no such overload` wanted here accepts it.
 fn assert_err(cases: &[(&str, &str)]) {
     for (expr, want) in cases {
         match check(expr) {
+            Err(e) if *want == "no such overload" => assert!(e.starts_with(want), "{expr}: {e}"),
             Err(e) => assert_eq!(&e, want, "{expr}"),
             Ok(v) => panic!("{expr}: {v:?}, wanted error {want}"),
         }
@@ -91,10 +94,12 @@ fn ext_lists_table() {
         ("[].flatten(-1)", "level must be non-negative"),
         ("[\"d\", 3, 2, \"c\"].sort()", "list elements must have the same type"),
         ("[1, 2u].sort()", "list elements must have the same type"),
+        // cel-go: `no such overload: sort(list)` (the dispatcher's).
         ("[{}, {}].sort()", "no such overload"),
         ("{}.flatten()", "no such overload: map(dyn, dyn).flatten()"),
         ("{}.flatten(0)", "no such overload: map(dyn, dyn).flatten(int)"),
-        ("[].flatten('1')", "no such overload: list(dyn).flatten(string)"),
+        ("[].flatten('1')", "internal error: interface conversion: ref.Val is types.String, not types.Int"),
+        ("{}.flatten('1')", "internal error: interface conversion: ref.Val is types.String, not types.Int"),
         ("lists.range(-1)", "lists.range: size must be non-negative, got -1"),
         ("lists.range(1000001)", "lists.range: size 1000001 exceeds maximum allowed (1000000)"),
     ]);

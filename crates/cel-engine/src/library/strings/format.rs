@@ -4,7 +4,7 @@
 //!
 //! `%f` and `%e` go through golang.org/x/text's `message.Printer` for `en-US`: digits grouped by
 //! three with `,` (`1,234.500000`), infinities as `∞`, and the exponent written
-//! `×10⁰³`. Inside a list or a map (`%s`), doubles are `%.6f` without grouping, strings and
+//! `×10⁰³`; `%.<n>e` takes `n` as a width (cel-go writes `"%<n>e"`), its digits always six. Inside a list or a map (`%s`), doubles are `%.6f` without grouping, strings and
 //! bytes Go-quoted, timestamps and durations as CEL literals, map entries sorted by key text.
 
 use crate::error::{Error, Result};
@@ -227,7 +227,7 @@ fn scientific(arg: &Value, precision: Option<u64>) -> std::result::Result<String
     let Some(d) = float_arg(arg) else {
         return Err(format!("scientific clause can only be used on doubles, was given {}", arg.type_name()));
     };
-    Ok(en_us_scientific(d, precision.unwrap_or(DEFAULT_PRECISION as u64)))
+    Ok(en_us_scientific(d, precision))
 }
 
 fn signed_radix(negative: bool, magnitude: String) -> String {
@@ -355,36 +355,32 @@ const SUPERSCRIPT_DIGITS: [&str; 10] = [
     "\u{2079}",
 ];
 
-/// x/text `message.Printer(en-US).Sprintf("%.<p>e", d)`: `1.052033×10⁰³`, `-2.5×10⁻⁰⁷`.
-fn en_us_scientific(d: f64, precision: u64) -> String {
+/// cel-go's `%e`: its `Scientific` builds `"%<p>e"` (a width, not a precision) for x/text's
+/// `message.Printer(en-US)`: six fraction digits (`1.052033×10⁰³`, `-2.500000×10⁻⁰⁷`), padded
+/// with spaces on the left to `p` code points (a uint16 in x/text).
+fn en_us_scientific(d: f64, width: Option<u64>) -> String {
+    let text = en_us_scientific_digits(d);
+    let width = width.map_or(0, |w| (w as u16) as usize);
+    let count = text.chars().count();
+    if count < width {
+        format!("{}{text}", " ".repeat(width - count))
+    } else {
+        text
+    }
+}
+
+fn en_us_scientific_digits(d: f64) -> String {
     if d.is_nan() {
         return "NaN".into();
     }
-    let neg = d < 0.0;
-    let sign = if neg { "-" } else { "" };
+    let sign = if d < 0.0 { "-" } else { "" };
     if d.is_infinite() {
         return format!("{sign}∞");
     }
-    let min_frac = (precision as u8) as usize;
-    let abs = d.abs();
-    let text = if precision < i16::MAX as u64 {
-        format!("{abs:.prec$e}", prec = precision as usize)
-    } else {
-        format!("{abs:e}")
-    };
+    let text = format!("{:.6e}", d.abs());
     let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let mut frac = frac_part.trim_end_matches('0').to_string();
-    while frac.len() < min_frac {
-        frac.push('0');
-    }
-    let mut out = format!("{sign}{int_part}");
-    if !frac.is_empty() {
-        out.push('.');
-        out.push_str(&frac);
-    }
-    out.push_str("×10");
+    let mut out = format!("{sign}{mantissa}×10");
     if exp < 0 {
         out.push('\u{207B}');
     }
@@ -449,25 +445,14 @@ pub(crate) fn go_quote(s: &str) -> String {
     out
 }
 
-/// Go's `unicode.IsPrint`, approximated without Unicode's category tables: not a control
-/// character, not a space other than U+0020, not a format character, not private use or a
-/// noncharacter. (Unassigned code points count as printable here; Go escapes them.)
+/// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and U+0020 (Unicode's
+/// categories from the `regex` crate's tables, Unicode 16; Go 1.27's are Unicode 17).
 fn go_is_print(c: char) -> bool {
-    let u = c as u32;
-    if c.is_control() {
-        return false;
+    if c.is_ascii() {
+        return (' '..='~').contains(&c);
     }
-    if c == ' ' {
-        return true;
-    }
-    if c.is_whitespace() {
-        return false;
-    }
-    !matches!(u,
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
-        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F
-        | 0xD800..=0xDFFF | 0xE000..=0xF8FF | 0xFDD0..=0xFDEF | 0xFEFF | 0xFFF9..=0xFFFB
-        | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A
-        | 0xE0001 | 0xE0020..=0xE007F | 0xF0000..=0x10FFFF)
-        && (u & 0xFFFE) != 0xFFFE
+    static PRINT: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let print = PRINT.get_or_init(|| regex::Regex::new(r"^[\p{L}\p{M}\p{N}\p{P}\p{S}]$").ok());
+    let mut buf = [0u8; 4];
+    print.as_ref().is_some_and(|re| re.is_match(c.encode_utf8(&mut buf)))
 }

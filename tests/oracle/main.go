@@ -13,7 +13,11 @@
 //
 // What the server supplies and is not packaged is supplied here: the REST mapper (the kinds of
 // the case), the authorizer (one that cannot decide, as the gateway outside cluster mode) and
-// the v1 defaulting of the manifests (defaults() below).
+// the v1 defaulting of the manifests (defaultPolicy() and the like below). The request's
+// objects are handed to the plugin unstructured, as the API server hands a custom resource:
+// the JSON the gateway sees. For a built-in kind the API server would first decode into the Go
+// type (defaults applied, unknown fields dropped), which the gateway does not do either
+// (docs/differences.md, "Objects are raw JSON").
 //
 // Usage:
 //

@@ -164,4 +164,4 @@ pub(super) fn register(registry: &mut Registry) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

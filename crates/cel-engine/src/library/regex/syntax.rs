@@ -242,7 +242,8 @@ fn perl_flags<'a>(s: &'a str, out: &mut String) -> Result<(&'a str, bool), Strin
         if name.is_empty() || !name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) {
             return Err(err(INVALID_NAMED_CAPTURE, capture));
         }
-        out.push_str(&format!("(?P<{name}>"));
+        // Names are never read here; Go accepts a name twice, the `regex` crate does not.
+        out.push('(');
         return Ok((&s[end + 1..], true));
     }
     let mut t = &s[2..];

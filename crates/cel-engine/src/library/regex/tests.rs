@@ -66,6 +66,13 @@ fn find_and_find_all() {
         ("ab", "a|", "a"),
         ("x", "\\p{Cs}|x", "x"),
         ("]a", "[]a]+", "]a"),
+        // From the upstream plugin.
+        ("ab", "(?P<n>a)(?P<n>b)", "ab"),
+        ("x{2}", "x{2", "x{2"),
+        ("a{,2}", "a{,2}", "a{,2}"),
+        ("\u{212a}", "(?i)\\w", "\u{212a}"),
+        ("ſ", "(?i)s", "ſ"),
+        ("é", "(?i)É", "é"),
     ];
     for (text, pattern, want) in cases {
         assert_eq!(find_str(text, pattern), Ok(s(want)), "{text:?}.find({pattern:?})");
@@ -79,6 +86,14 @@ fn find_and_find_all() {
     // Empty matches: none right after a match.
     assert_eq!(find_all_str("baaab", "a*", None), Ok(strs(&["", "aaa", ""])));
     assert_eq!(find_all_str("héllo", "", None), Ok(strs(&["", "", "", "", "", ""])));
+    // From the upstream plugin.
+    assert_eq!(find_all_str("x y", "\\b", None), Ok(strs(&["", "", "", ""])));
+    assert_eq!(find_all_str("ab", "a|", None), Ok(strs(&["a", ""])));
+    assert_eq!(find_all_str("k\u{212a}", "(?i)k", None), Ok(strs(&["k", "\u{212a}"])));
+    assert_eq!(find_all_str("é1", "\\W", None), Ok(strs(&["é"])));
+    assert_eq!(find_all_str("a\u{b}b", "\\s", None), Ok(strs(&[])));
+    assert_eq!(find_all_str("ab12", "[[:^alpha:]]", None), Ok(strs(&["1", "2"])));
+    assert_eq!(find_all_str("aaa", "a*", Some(-1)), Ok(strs(&["aaa"])));
 }
 
 #[test]
@@ -123,6 +138,15 @@ fn syntax_errors() {
         ("\\p{Foo}", "invalid character class range: `\\p{Foo}`"),
         ("\\p{Greek", "invalid character class range: `\\p{Greek`"),
         ("\\p{Grek}", "invalid character class range: `\\p{Grek}`"),
+        // From the upstream plugin.
+        ("\\p{Sc=Grek}", "invalid character class range: `\\p{Sc=Grek}`"),
+        ("a{1000}{2}", "invalid nested repetition operator: `{1000}{2}`"),
+        ("(?i)(?x)a", "invalid or unsupported Perl syntax: `(?x`"),
+        ("x{2}{1001}", "invalid repeat count: `{1001}`"),
+        ("\\pZ\\p{Zs}\\p{Letter}\\p{latin}\\p{L&}", "invalid character class range: `\\p{L&}`"),
+        ("[\\p{Foo}]", "invalid character class range: `\\p{Foo}`"),
+        ("\\x{110000}", "invalid escape sequence: `\\x{110000`"),
+        ("(?i", "invalid or unsupported Perl syntax: `(?i`"),
     ];
     for (pattern, want) in cases {
         assert_eq!(

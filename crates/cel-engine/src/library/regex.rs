@@ -47,20 +47,22 @@ pub(crate) fn compile(pattern: &str) -> std::result::Result<Arc<regex::Regex>, S
         return Ok(re);
     }
     let translated = syntax::translate(pattern).map_err(|e| format!("error parsing regexp: {e}"))?;
-    let re =
-        regex::RegexBuilder::new(&translated).size_limit(256 << 20).dfa_size_limit(8 << 20).build().map_err(
-            |e| match e {
-                regex::Error::CompiledTooBig(_) => {
-                    format!("error parsing regexp: expression too large: `{pattern}`")
-                }
-                other => {
-                    let detail = other.to_string();
-                    let last =
-                        detail.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string();
-                    format!("error parsing regexp: {last}: `{pattern}`")
-                }
-            },
-        )?;
+    let re = regex::RegexBuilder::new(&translated)
+        .size_limit(256 << 20)
+        .dfa_size_limit(8 << 20)
+        .nest_limit(2050)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::CompiledTooBig(_) => {
+                format!("error parsing regexp: expression too large: `{pattern}`")
+            }
+            other => {
+                let detail = other.to_string();
+                let last =
+                    detail.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string();
+                format!("error parsing regexp: {last}: `{pattern}`")
+            }
+        })?;
     let re = Arc::new(re);
     if let Ok(mut c) = cache.lock() {
         if c.len() >= CACHE_LIMIT {

@@ -73,6 +73,14 @@ pub(crate) fn compile(pattern: &str) -> std::result::Result<Arc<regex::Regex>, S
     Ok(re)
 }
 
+/// Go's `regexp.Compile` error for `pattern` (`error parsing regexp: …`) as Go's parser
+/// decides it, without compiling the pattern: for checks at creation time, where compiling
+/// `\pL{1000}` would cost a second. `None` when Go accepts the pattern.
+#[allow(dead_code)] // for the creation-time check (check/validate.rs)
+pub(crate) fn syntax_error(pattern: &str) -> Option<String> {
+    syntax::translate(pattern).err().map(|e| format!("error parsing regexp: {e}"))
+}
+
 fn illegal(e: String) -> Error {
     Error::new(format!("Illegal regex: {e}"))
 }

@@ -156,6 +156,11 @@ fn syntax_errors() {
         );
     }
     assert_eq!(
+        syntax_error("a**").as_deref(),
+        Some("error parsing regexp: invalid nested repetition operator: `**`")
+    );
+    assert_eq!(syntax_error("\\pL{1000}"), None);
+    assert_eq!(
         find_all_str("abc", "(", Some(1)),
         Err("Illegal regex: error parsing regexp: missing closing ): `(`".into())
     );

@@ -104,7 +104,11 @@ if present; then
 fi
 
 started=$(date +%s)
-say "provisioning $tool (first use, cached afterwards)…"
+if [ "$tool" = oracle ] && [ -f "$CACHE/oracle-current" ]; then
+    say "rebuilding the oracle (tests/oracle/main.go or its packages changed)…"
+else
+    say "provisioning $tool (first use, cached afterwards)…"
+fi
 case "$tool" in
 control-plane)
     bash "$here/../control-plane/build.sh"

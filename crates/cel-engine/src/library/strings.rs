@@ -376,11 +376,12 @@ fn join_list(items: &[Value], sep: &str) -> Result<Value> {
     Ok(Value::string(out))
 }
 
-/// Go's `%v` of a scalar CEL value, as cel-go's error texts print one (lists, maps and
-/// library objects by their type name: an approximation).
+/// Go's `%v` of a scalar CEL value, as cel-go's error texts print one (`types.Null` has no
+/// `String` method: its int32, 0). Lists, maps and library objects by their type name: an
+/// approximation (Go prints the Go value behind them).
 pub(crate) fn go_value_v(v: &Value) -> String {
     match v {
-        Value::Null => "NULL_VALUE".into(),
+        Value::Null => "0".into(),
         Value::Bool(b) => b.to_string(),
         Value::Int(i) => i.to_string(),
         Value::Uint(u) => u.to_string(),

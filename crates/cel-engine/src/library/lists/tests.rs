@@ -147,6 +147,20 @@ fn k8s_lists() {
 }
 
 #[test]
+fn json_numbers() {
+    // From the upstream plugin: a JSON list [1, 2.5, 3] is ints and a double.
+    let nums = Value::list(vec![Value::Int(1), Value::Double(2.5), Value::Int(3)]);
+    let vars = [("nums", nums)];
+    assert_eq!(eval_with("nums.sum()", &vars), Err("no such overload".into()));
+    assert_eq!(eval_with("nums.min()", &vars), Ok(Value::Int(1)));
+    assert_eq!(eval_with("nums.max()", &vars), Ok(Value::Int(3)));
+    assert_eq!(eval_with("nums.isSorted()", &vars), Ok(Value::Bool(true)));
+    assert_eq!(eval_with("nums.indexOf(2.5)", &vars), Ok(Value::Int(1)));
+    assert_eq!(eval_with("nums.sort()", &vars), Err("list elements must have the same type".into()));
+    assert_eq!(eval_with("sets.equivalent(nums, [3.0, 2.5, 1u])", &vars), Ok(Value::Bool(true)));
+}
+
+#[test]
 fn k8s_costs() {
     // TestListsCost / TestIndexOfCost: the call's cost is traversalCost of the list.
     let strings12 = Value::list(vec![Value::string("012345678901"); 5]);

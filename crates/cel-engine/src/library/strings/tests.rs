@@ -175,6 +175,8 @@ fn join_and_quote() {
         ("['a', 1].join()", "join: invalid input: 1"),
         ("[1, 'a'].join()", "no such overload"),
         ("['a', 1.5].join('-')", "join: invalid input: 1.5"),
+        // From the upstream plugin, on a JSON list with a null.
+        ("['a', null].join()", "join: invalid input: 0"),
     ]);
 }
 

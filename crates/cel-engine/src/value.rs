@@ -271,11 +271,12 @@ fn int_double_cmp(i: i64, d: f64) -> Option<Ordering> {
     if d.is_nan() {
         return None;
     }
-    // cel-go: compare as doubles, except where the double is outside int64's range.
+    // cel-go's `compareDoubleInt`: compare as doubles, except where the double is beyond
+    // int64's range as a double (`d > 2^63`, not `>=`: 2^63 equals int64's max as a double).
     if d < -9_223_372_036_854_775_808.0 {
         return Some(Ordering::Greater);
     }
-    if d >= 9_223_372_036_854_775_808.0 {
+    if d > 9_223_372_036_854_775_808.0 {
         return Some(Ordering::Less);
     }
     (i as f64).partial_cmp(&d)
@@ -288,7 +289,8 @@ fn uint_double_cmp(u: u64, d: f64) -> Option<Ordering> {
     if d < 0.0 {
         return Some(Ordering::Greater);
     }
-    if d >= 18_446_744_073_709_551_616.0 {
+    // cel-go's `compareDoubleUint`: `d > 2^64` (uint64's max as a double is 2^64).
+    if d > 18_446_744_073_709_551_616.0 {
         return Some(Ordering::Less);
     }
     (u as f64).partial_cmp(&d)
@@ -336,7 +338,8 @@ pub fn lookup<'m>(map: &'m Map, key: &Value) -> Option<&'m Value> {
             if d.fract() != 0.0 || !d.is_finite() {
                 return None;
             }
-            let as_int = if *d >= -9_223_372_036_854_775_808.0 && *d < 9_223_372_036_854_775_808.0 {
+            // cel-go's `doubleToInt64Lossless`: -2^63 is refused as a key too.
+            let as_int = if *d > -9_223_372_036_854_775_808.0 && *d < 9_223_372_036_854_775_808.0 {
                 map.get(&Key::Int(*d as i64))
             } else {
                 None

@@ -264,6 +264,33 @@ fn durations_and_optionals() {
 }
 
 #[test]
+fn sort_by_keys() {
+    // cel-go ext lists_test.go: [-3, 1, -5, -2, 4].sortBy(e, -(e * e)) == [-5, 4, -3, -2, 1].
+    let list = ints(&[-3, 1, -5, -2, 4]);
+    let keys: Vec<Value> = [-3i64, 1, -5, -2, 4].iter().map(|e| Value::Int(-(e * e))).collect();
+    let Value::List(items) = &list else { unreachable!() };
+    assert_eq!(
+        sort_by_associated_keys(items, &keys).unwrap(),
+        vec![-5, 4, -3, -2, 1].into_iter().map(Value::Int).collect::<Vec<_>>()
+    );
+    assert_eq!(sort_by_cost(&keys), 61);
+    assert!(matches!(sort_by_associated_keys(items, &vec![Value::Null; 5]), Err(None)));
+    let mixed = vec![Value::Int(1), Value::Uint(1), Value::Int(1), Value::Int(1), Value::Int(1)];
+    assert_eq!(
+        sort_by_associated_keys(items, &mixed).unwrap_err().unwrap().message,
+        "list elements must have the same type"
+    );
+    assert_eq!(sort_by_associated_keys(&[], &[]).unwrap(), vec![]);
+    // Equal keys: Go's (unstable) order; fewer than 13 elements sort by insertion, stably.
+    let names: Vec<Value> = ["a", "b", "c", "d"].iter().map(|s| Value::string(*s)).collect();
+    let same = vec![Value::Int(1), Value::Int(0), Value::Int(1), Value::Int(0)];
+    assert_eq!(
+        sort_by_associated_keys(&names, &same).unwrap(),
+        ["b", "d", "a", "c"].iter().map(|s| Value::string(*s)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn guards() {
     test_ctx(|ctx| {
         for f in [is_sorted, sum, min, max, reverse, distinct, sort, first, last] {

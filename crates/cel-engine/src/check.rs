@@ -31,6 +31,7 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 pub mod decls;
 mod macros;
 mod program;
+mod source;
 pub mod types;
 mod validate;
 
@@ -184,6 +185,16 @@ impl TypeEnv {
         self
     }
 
+    /// Whether a reference to the type name `name` fails the program (`reference to
+    /// undefined type`): the object types declared here (Kubernetes' `DeclType`s resolve as
+    /// type names in the checker, not in the runtime's type provider) and some protobuf
+    /// well-known types.
+    fn undefined_at_runtime(&self, name: &str) -> bool {
+        let name = name.strip_prefix('.').unwrap_or(name);
+        !self.variables.contains_key(name)
+            && (self.objects.contains_key(name) || decls::undefined_at_runtime(name))
+    }
+
     fn global(&self, name: &str) -> Option<CheckedType> {
         let name = name.strip_prefix('.').unwrap_or(name);
         if let Some(t) = self.variables.get(name) {
@@ -271,6 +282,16 @@ pub fn check(expr: &IdedExpr, env: &TypeEnv) -> Result<CheckedType, Vec<String>>
 /// cel-go's `common.Errors` keeps the first 100 errors and reports how many it dropped.
 const MAX_ERRORS: usize = 100;
 
+/// Parses and checks `source`: [`check_detailed`], and what only the source tells — a
+/// two-argument `existsOne` is no macro in the API server's environment (the parser expands
+/// it as `exists_one`), so it is checked as the call of an undeclared function, as upstream
+/// checks it. `Err` holds the parse error's text, or cel-go's messages.
+pub fn check_source(source: &str, env: &TypeEnv) -> Result<Checked, Vec<String>> {
+    let parsed = crate::parse(source).map_err(|e| vec![e])?;
+    let parsed = source::restore_exists_one_calls(&parsed, source);
+    check_detailed(&parsed, env).map_err(|errors| errors.into_iter().map(|e| e.message).collect())
+}
+
 /// [`check`] with the ids of the errors and the program-instantiation outcome.
 pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<CheckError>> {
     let to_errors = |v: Vec<(u64, String)>| {
@@ -284,6 +305,7 @@ pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<Che
         mapping: Mapping::default(),
         counter: 0,
         errors: Vec::new(),
+        undefined_types: HashMap::new(),
     };
     checker.check(&expanded);
     if !checker.errors.is_empty() {
@@ -297,7 +319,10 @@ pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<Che
         return Err(to_errors(errors));
     }
     let output = types.get(&expanded.id).cloned().unwrap_or(CheckedType::Dyn);
-    Ok(Checked { output, instantiation_error: program::instantiation_error(&expanded) })
+    Ok(Checked {
+        output,
+        instantiation_error: program::instantiation_error(&expanded, &checker.undefined_types),
+    })
 }
 
 struct Checker<'a> {
@@ -308,6 +333,8 @@ struct Checker<'a> {
     mapping: Mapping,
     counter: usize,
     errors: Vec<(u64, String)>,
+    /// References to type names the runtime does not know, by node.
+    undefined_types: HashMap<u64, String>,
 }
 
 fn undeclared(name: &str) -> String {
@@ -404,7 +431,12 @@ impl Checker<'_> {
                 self.set_type(e, t);
             }
             Expr::Ident(name) => match self.resolve_simple(name) {
-                Some(t) => self.set_type(e, t),
+                Some(t) => {
+                    if self.local(name).is_none() && self.env.undefined_at_runtime(name) {
+                        self.undefined_types.insert(e.id, name.clone());
+                    }
+                    self.set_type(e, t)
+                }
                 None => {
                     self.set_type(e, CheckedType::Error);
                     self.error(e.id, undeclared(name));
@@ -418,6 +450,10 @@ impl Checker<'_> {
                         self.env.global(&q.join("."))
                     };
                     if let Some(t) = resolved {
+                        let name = q.join(".");
+                        if self.env.undefined_at_runtime(&name) {
+                            self.undefined_types.insert(e.id, name);
+                        }
                         self.set_type(e, t);
                         return;
                     }

@@ -391,19 +391,36 @@ pub fn type_identifier(name: &str) -> Option<CheckedType> {
         "type" => CheckedType::Type(None),
         "uint" => CheckedType::Uint,
         "optional_type" => CheckedType::optional(CheckedType::Dyn),
+        // The opaque types the IP and CIDR libraries register are names; the object types of
+        // the other libraries (`kubernetes.Quantity`, …) are not (`undeclared reference`).
         "net.IP" | "net.CIDR" => CheckedType::Opaque(name.to_owned(), Vec::new()),
-        "kubernetes.URL"
-        | "kubernetes.Quantity"
-        | "kubernetes.Semver"
-        | "kubernetes.NamedFormat"
-        | "kubernetes.authorization.Authorizer"
-        | "kubernetes.authorization.PathCheck"
-        | "kubernetes.authorization.GroupCheck"
-        | "kubernetes.authorization.ResourceCheck"
-        | "kubernetes.authorization.Decision" => CheckedType::Struct(name.to_owned()),
+        "google.protobuf.Empty" => CheckedType::Struct(name.to_owned()),
+        _ if undefined_at_runtime(name) => CheckedType::Dyn,
         _ => return None,
     };
     Some(CheckedType::type_of(t))
+}
+
+/// Protobuf well-known types the checker resolves as type names but the API server's type
+/// provider cannot produce at runtime: a reference fails the program
+/// (`reference to undefined type: google.protobuf.Int64Value`).
+pub fn undefined_at_runtime(name: &str) -> bool {
+    matches!(
+        name,
+        "google.protobuf.Any"
+            | "google.protobuf.Value"
+            | "google.protobuf.Struct"
+            | "google.protobuf.ListValue"
+            | "google.protobuf.BoolValue"
+            | "google.protobuf.BytesValue"
+            | "google.protobuf.DoubleValue"
+            | "google.protobuf.FloatValue"
+            | "google.protobuf.Int32Value"
+            | "google.protobuf.Int64Value"
+            | "google.protobuf.StringValue"
+            | "google.protobuf.UInt32Value"
+            | "google.protobuf.UInt64Value"
+    )
 }
 
 fn parse_signature(sig: &str) -> Option<Overload> {

@@ -10,6 +10,7 @@ use cel::common::ast::{
 
 const ACCU: &str = "@result";
 const OLD_ACCU: &str = "__result__";
+const TARGET: &str = "@target";
 
 /// Rebuilds a parsed tree with cel-go's remaining macro expansions; `Err` holds the
 /// expansion errors (parse errors in cel-go) with the id of the offending node.
@@ -351,6 +352,12 @@ impl Expander {
                     }
                 };
                 let body = args.pop().expect("two arguments");
+                // cel-go 0.32 (the oracle's) binds a target that is not an identifier to
+                // `@target` first, so that it is evaluated once.
+                let (bound, target) = match target.expr {
+                    Expr::Ident(_) => (None, target),
+                    _ => (Some(target), self.ident(TARGET)),
+                };
                 let target_copy = self.copy(&target);
                 let has_value = self.call("hasValue", Some(target), Vec::new());
                 let value = self.call("value", Some(target_copy), Vec::new());
@@ -361,7 +368,16 @@ impl Expander {
                 let present =
                     if name == "optMap" { self.call("optional.of", None, vec![fold]) } else { fold };
                 let none = self.call("optional.none", None, Vec::new());
-                Ok(self.call("_?_:_", None, vec![has_value, present, none]))
+                let result = self.call("_?_:_", None, vec![has_value, present, none]);
+                Ok(match bound {
+                    None => result,
+                    Some(bound) => {
+                        let range = self.list(Vec::new());
+                        let cond = self.bool(false);
+                        let step = self.ident(TARGET);
+                        self.comprehension(range, "#unused", None, TARGET, bound, cond, step, result)
+                    }
+                })
             }
             ("sortBy", 2) => {
                 if !matches!(

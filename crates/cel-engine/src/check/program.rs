@@ -6,9 +6,13 @@
 //! `FindRegexOptimization`, `FindAllRegexOptimization`). The planner goes depth first, so the
 //! first failure in post-order is the one reported.
 
+use std::collections::HashMap;
+
 use cel::common::ast::{Expr, IdedExpr, LiteralValue};
 
-use super::validate::{children, go_parse_duration, go_parse_rfc3339, go_regexp_error};
+use super::validate::{
+    children, go_parse_duration, go_parse_rfc3339, go_quote, go_regexp_error, is_strict_rfc3339,
+};
 
 /// A constant the planner knows (`InterpretableConst`).
 #[derive(Clone, Debug, PartialEq)]
@@ -27,14 +31,19 @@ enum Const {
 }
 
 /// Kubernetes' text for the first failure: `program instantiation failed: …`.
-pub(super) fn instantiation_error(root: &IdedExpr) -> Option<String> {
-    plan(root).err().map(|e| format!("program instantiation failed: {e}"))
+pub(super) fn instantiation_error(root: &IdedExpr, undefined_types: &HashMap<u64, String>) -> Option<String> {
+    plan(root, undefined_types).err().map(|e| format!("program instantiation failed: {e}"))
 }
 
-fn plan(e: &IdedExpr) -> Result<Option<Const>, String> {
+fn plan(e: &IdedExpr, undefined_types: &HashMap<u64, String>) -> Result<Option<Const>, String> {
+    // A type name the runtime's provider does not know (the checker rewrote a qualified
+    // selection naming it into one identifier: its operands are not planned).
+    if let Some(name) = undefined_types.get(&e.id) {
+        return Err(format!("reference to undefined type: {name}"));
+    }
     let mut consts = Vec::new();
     for c in children(e) {
-        consts.push(plan(c)?);
+        consts.push(plan(c, undefined_types)?);
     }
     match &e.expr {
         Expr::Literal(l) => Ok(Some(match l {
@@ -151,6 +160,9 @@ fn convert(name: &str, v: &Const) -> Option<Result<Const, String>> {
             } else {
                 Err("timestamp overflow".to_owned())
             }
+        }
+        ("timestamp", C::Str(s)) if !is_strict_rfc3339(s) => {
+            Err(format!("invalid RFC 3339 timestamp {}", go_quote(s)))
         }
         ("timestamp", C::Str(s)) => match go_parse_rfc3339(s) {
             Some(secs) if (MIN_UNIX..=MAX_UNIX).contains(&secs) => Ok(C::Timestamp(secs)),

@@ -48,7 +48,7 @@ fn accepted() {
         ("1 <= 1.0 && 1u <= 1.0 && 1.0 <= 1 && 1.0 <= 1u && 1 <= 1u && 1u <= 1", "bool"),
         ("[1].map(x, [x, x]).map(x, [x, x])", "list(list(list(int)))"),
         ("[1, 2].filter(x, x > 1)", "list(int)"),
-        ("[1, 2].exists_one(x, x > 1) || [1].existsOne(x, x == 1)", "bool"),
+        ("[1, 2].exists_one(x, x > 1) || [1].exists_one(x, x == 1)", "bool"),
         ("[{'z': 0}].exists(y, y.z == 0)", "bool"),
         ("int('abc')", "int"),
         ("duration('1h2m3.5s')", "duration"),
@@ -168,6 +168,13 @@ fn refused() {
         ("timestamp('bad')", &["invalid timestamp argument"]),
         ("timestamp('2023-02-29T00:00:00Z')", &["invalid timestamp argument"]),
         ("timestamp('0000-01-01T00:00:00Z')", &["invalid timestamp argument"]),
+        // cel-go 0.32 (the oracle's) holds the string to RFC 3339's grammar first.
+        ("timestamp('2023-01-01T1:00:00Z')", &["invalid timestamp argument"]),
+        ("timestamp('2023-01-01T00:00:00,5Z')", &["invalid timestamp argument"]),
+        ("timestamp('2023-01-01T00:00:00+24:00')", &["invalid timestamp argument"]),
+        ("timestamp('2023-01-01t00:00:00z')", &["invalid timestamp argument"]),
+        ("type(quantity('1')) == kubernetes.Quantity", &["undeclared reference to 'kubernetes' (in container '')"]),
+        ("kubernetes.Quantity{}", &["undeclared reference to 'kubernetes.Quantity' (in container '')"]),
         ("timestamp(253402300800)", &["invalid timestamp argument"]),
         ("'a'.matches('[')", &["invalid matches argument"]),
         ("matches('(', 'a')", &["invalid matches argument"]),
@@ -480,10 +487,21 @@ fn constant_conversions() {
             "duration(string(1)) == duration('1s')",
             Some("type conversion error from 'string' to 'google.protobuf.Duration'"),
         ),
+        ("timestamp(string(1)) == timestamp(1)", Some("invalid RFC 3339 timestamp \"1\"")),
         (
-            "timestamp(string(1)) == timestamp(1)",
+            "timestamp(string(b'2023-01-01t00:00:00z')) == timestamp(1)",
             Some("type conversion error from 'string' to 'google.protobuf.Timestamp'"),
         ),
+        ("timestamp(string(b'9999-12-31T23:59:59-01:00')) == timestamp(1)", Some("timestamp overflow")),
+        (
+            "type(request) == kubernetes.AdmissionRequest",
+            Some("reference to undefined type: kubernetes.AdmissionRequest"),
+        ),
+        (
+            "type(1) == google.protobuf.Int64Value",
+            Some("reference to undefined type: google.protobuf.Int64Value"),
+        ),
+        ("kubernetes.AdmissionRequest{name: 'x'}.name == 'x'", None),
         ("int(dyn('x')) == 1", Some("type conversion error from 'string' to 'int'")),
         ("int(object.x) == 1", None),
         ("'a'.matches(string(b'['))", Some("error parsing regexp: missing closing ]: `[`")),
@@ -526,4 +544,54 @@ fn optionals_of_cel_go() {
         let parsed = crate::parse(source).unwrap();
         assert_eq!(check(&parsed, &env).map(|t| t.format()), Ok((*want).to_owned()), "{source}");
     }
+}
+
+/// A differential run against upstream: `CEL_CHECK_EXPRS=FILE` (one JSON string a line)
+/// prints, for each, `{"ok":…,"type":…}` or `{"ok":false,"err":[messages]}` on standard error.
+#[test]
+#[ignore]
+fn differential_dump() {
+    let Ok(path) = std::env::var("CEL_CHECK_EXPRS") else { return };
+    let text = std::fs::read_to_string(path).unwrap();
+    let env = env();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let source: String = serde_json::from_str(line).unwrap();
+        let out = match crate::parse(&source) {
+            Err(e) => serde_json::json!({"ok": false, "err": [format!("PARSE {e}")]}),
+            Ok(parsed) => match check_detailed(&source::restore_exists_one_calls(&parsed, &source), &env) {
+                Err(errors) => {
+                    let messages: Vec<String> = errors.into_iter().map(|e| e.message).collect();
+                    serde_json::json!({"ok": false, "err": messages})
+                }
+                Ok(checked) => match checked.instantiation_error {
+                    Some(e) => serde_json::json!({"ok": false, "err": [e]}),
+                    None => serde_json::json!({"ok": true, "type": checked.output.display()}),
+                },
+            },
+        };
+        eprintln!("DIFF {out}");
+    }
+}
+
+/// No two-argument `existsOne` in the API server's environment (cel-go's `StandardMacros`).
+#[test]
+fn exists_one_spelled_exists_one_is_a_call() {
+    let env = env();
+    assert_eq!(
+        check_source("[1].existsOne(x, x == 1)", &env).map(|c| c.output),
+        Err(vec![
+            "undeclared reference to 'x' (in container '')".into(),
+            "undeclared reference to 'x' (in container '')".into(),
+            "undeclared reference to 'existsOne' (in container '')".into(),
+        ])
+    );
+    assert_eq!(check_source("[1].exists_one(x, x == 1)", &env).map(|c| c.output), Ok(CheckedType::Bool));
+    assert_eq!(
+        check_source("{'a': 1}.existsOne(k, v, v == 1)", &env).map(|c| c.output),
+        Ok(CheckedType::Bool)
+    );
+    assert_eq!(
+        check_source("[[1].exists_one(x, x == 1)].exists_one(y, y)", &env).map(|c| c.output),
+        Ok(CheckedType::Bool)
+    );
 }

@@ -163,7 +163,8 @@ fn valid_timestamp_literal(l: &LiteralValue) -> bool {
     const MAX: i64 = 253402300799;
     match l {
         LiteralValue::String(s) => {
-            go_parse_rfc3339(s.inner()).is_some_and(|secs| (MIN..=MAX).contains(&secs))
+            is_strict_rfc3339(s.inner())
+                && go_parse_rfc3339(s.inner()).is_some_and(|secs| (MIN..=MAX).contains(&secs))
         }
         LiteralValue::Int(i) => (MIN..=MAX).contains(i.inner()),
         _ => false,
@@ -253,6 +254,75 @@ pub(crate) fn go_parse_duration(s: &str) -> Option<i128> {
     }
     let total = total as i128;
     Some(if neg { -total } else { total })
+}
+
+/// cel-go's `isStrictRFC3339` (cel-go 0.32, the oracle's; checked before `time.Parse`):
+/// `^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$`.
+pub(crate) fn is_strict_rfc3339(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return false;
+    }
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let two = |i: usize| u32::from(b[i] - b'0') * 10 + u32::from(b[i + 1] - b'0');
+    let in_range = |i: usize, lo: u32, hi: u32| digits(i..i + 2) && (lo..=hi).contains(&two(i));
+    if !(digits(0..4)
+        && b[4] == b'-'
+        && in_range(5, 1, 12)
+        && b[7] == b'-'
+        && in_range(8, 1, 31)
+        && (b[10] == b'T' || b[10] == b't')
+        && in_range(11, 0, 23)
+        && b[13] == b':'
+        && in_range(14, 0, 59)
+        && b[16] == b':'
+        && in_range(17, 0, 60))
+    {
+        return false;
+    }
+    let mut rest = &b[19..];
+    if rest[0] == b'.' {
+        let n = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 {
+            return false;
+        }
+        rest = &rest[1 + n..];
+    }
+    let two_at = |r: &[u8], i: usize, hi: u32| {
+        r[i].is_ascii_digit()
+            && r[i + 1].is_ascii_digit()
+            && u32::from(r[i] - b'0') * 10 + u32::from(r[i + 1] - b'0') <= hi
+    };
+    match rest {
+        [z] => *z == b'Z' || *z == b'z',
+        [sign, _, _, b':', _, _] if *sign == b'+' || *sign == b'-' => {
+            two_at(rest, 1, 23) && two_at(rest, 4, 59)
+        }
+        _ => false,
+    }
+}
+
+/// Go's `%q` of a string (`strconv.Quote`).
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Go's `time.Parse(time.RFC3339, s)`: the Unix seconds, `None` where Go errs.

@@ -376,17 +376,44 @@ fn join_list(items: &[Value], sep: &str) -> Result<Value> {
     Ok(Value::string(out))
 }
 
-/// Go's `%v` of a scalar CEL value, as cel-go's error texts print one (`types.Null` has no
-/// `String` method: its int32, 0). Lists, maps and library objects by their type name: an
-/// approximation (Go prints the Go value behind them).
+/// Go's `%v` of a CEL value, as cel-go's error texts print one: `types.Null` has no `String`
+/// method (its int32, 0); a list prints its Go elements (`[x, 1.5]`), a map its entries
+/// (`{k: v}`, from the upstream plugin on JSON values; Go's map order is random, ours the
+/// object's). Library objects by their type name (an approximation).
 pub(crate) fn go_value_v(v: &Value) -> String {
     match v {
         Value::Null => "0".into(),
+        Value::List(items) => format!("[{}]", items.iter().map(go_native_v).collect::<Vec<_>>().join(", ")),
+        Value::Map(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", go_value_v(&k.to_value()), go_value_v(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => go_native_v(other),
+    }
+}
+
+/// Go's `%v` of the Go value behind a CEL value (`<nil>`, `[a b]`, `map[k:v]` with sorted keys).
+fn go_native_v(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
         Value::Bool(b) => b.to_string(),
         Value::Int(i) => i.to_string(),
         Value::Uint(u) => u.to_string(),
         Value::Double(d) => format::go_g(*d),
         Value::String(s) => s.to_string(),
+        Value::List(items) => format!("[{}]", items.iter().map(go_native_v).collect::<Vec<_>>().join(" ")),
+        Value::Map(map) => {
+            let mut entries: Vec<(String, String)> =
+                map.iter().map(|(k, v)| (go_native_v(&k.to_value()), go_native_v(v))).collect();
+            entries.sort();
+            format!(
+                "map[{}]",
+                entries.into_iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" ")
+            )
+        }
         other => other.type_name().to_string(),
     }
 }

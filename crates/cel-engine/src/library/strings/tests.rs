@@ -177,6 +177,8 @@ fn join_and_quote() {
         ("['a', 1.5].join('-')", "join: invalid input: 1.5"),
         // From the upstream plugin, on a JSON list with a null.
         ("['a', null].join()", "join: invalid input: 0"),
+        ("['a', {'k': 'v'}].join()", "join: invalid input: {k: v}"),
+        ("['a', ['x']].join()", "join: invalid input: [x]"),
     ]);
 }
 

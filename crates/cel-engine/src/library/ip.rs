@@ -5,7 +5,7 @@
 //! parsing, formatting and predicates with their error texts (IPv6 zones and IPv4-mapped IPv6
 //! addresses refused, as the library refuses them).
 
-mod netip;
+pub(crate) mod netip;
 
 use std::any::Any;
 

@@ -8,7 +8,7 @@ use crate::library::semver::go_quote;
 
 /// An IPv4 or IPv6 address (IPv4 held as Go holds it, in the IPv4-mapped form).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Addr {
+pub(crate) struct Addr {
     v4: bool,
     bytes: [u8; 16],
     zone: Option<String>,
@@ -16,9 +16,9 @@ pub(super) struct Addr {
 
 /// An address and a prefix length.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Prefix {
-    pub(super) addr: Addr,
-    pub(super) bits: u8,
+pub(crate) struct Prefix {
+    pub(crate) addr: Addr,
+    pub(crate) bits: u8,
 }
 
 fn addr_error(input: &str, msg: &str, at: Option<&str>) -> String {
@@ -39,15 +39,15 @@ impl Addr {
         Addr { v4: true, bytes, zone: None }
     }
 
-    pub(super) fn is_4(&self) -> bool {
+    pub(crate) fn is_4(&self) -> bool {
         self.v4
     }
 
-    pub(super) fn has_zone(&self) -> bool {
+    pub(crate) fn has_zone(&self) -> bool {
         self.zone.is_some()
     }
 
-    pub(super) fn is_4in6(&self) -> bool {
+    pub(crate) fn is_4in6(&self) -> bool {
         !self.v4
             && self.bytes[..10].iter().all(|&b| b == 0)
             && self.bytes[10] == 0xff
@@ -82,12 +82,12 @@ impl Addr {
         }
     }
 
-    pub(super) fn is_unspecified(&self) -> bool {
+    pub(crate) fn is_unspecified(&self) -> bool {
         self.zone.is_none() && self.bytes == Addr::from4([0; 4]).bytes && self.v4
             || self.zone.is_none() && !self.v4 && self.bytes == [0; 16]
     }
 
-    pub(super) fn is_loopback(&self) -> bool {
+    pub(crate) fn is_loopback(&self) -> bool {
         let ip = self.unmapped();
         if ip.v4 {
             ip.v4(0) == 127
@@ -105,7 +105,7 @@ impl Addr {
         }
     }
 
-    pub(super) fn is_link_local_multicast(&self) -> bool {
+    pub(crate) fn is_link_local_multicast(&self) -> bool {
         let ip = self.unmapped();
         if ip.v4 {
             ip.v4(0) == 224 && ip.v4(1) == 0 && ip.v4(2) == 0
@@ -114,7 +114,7 @@ impl Addr {
         }
     }
 
-    pub(super) fn is_link_local_unicast(&self) -> bool {
+    pub(crate) fn is_link_local_unicast(&self) -> bool {
         let ip = self.unmapped();
         if ip.v4 {
             ip.v4(0) == 169 && ip.v4(1) == 254
@@ -123,7 +123,7 @@ impl Addr {
         }
     }
 
-    pub(super) fn is_global_unicast(&self) -> bool {
+    pub(crate) fn is_global_unicast(&self) -> bool {
         let ip = self.unmapped();
         if ip.v4 && (ip == Addr::from4([0; 4]) || ip == Addr::from4([255; 4])) {
             return false;
@@ -196,7 +196,7 @@ impl fmt::Display for Prefix {
 
 impl Prefix {
     /// `Prefix.Contains`: false across families.
-    pub(super) fn contains(&self, ip: &Addr) -> bool {
+    pub(crate) fn contains(&self, ip: &Addr) -> bool {
         if ip.has_zone() || self.addr.v4 != ip.v4 {
             return false;
         }
@@ -204,7 +204,7 @@ impl Prefix {
     }
 
     /// `Prefix.Overlaps`.
-    pub(super) fn overlaps(&self, o: &Prefix) -> bool {
+    pub(crate) fn overlaps(&self, o: &Prefix) -> bool {
         if self == o {
             return true;
         }
@@ -219,7 +219,7 @@ impl Prefix {
     }
 
     /// `Prefix.Masked`.
-    pub(super) fn masked(&self) -> Prefix {
+    pub(crate) fn masked(&self) -> Prefix {
         Prefix { addr: self.addr.masked(self.bits), bits: self.bits }
     }
 }
@@ -381,7 +381,7 @@ fn parse_ipv6(input: &str) -> Result<Addr, String> {
 }
 
 /// `netip.ParseAddr`.
-pub(super) fn parse_addr(s: &str) -> Result<Addr, String> {
+pub(crate) fn parse_addr(s: &str) -> Result<Addr, String> {
     for b in s.bytes() {
         match b {
             b'.' => return parse_ipv4_fields(s, 0, s.len()).map(Addr::from4),
@@ -394,7 +394,7 @@ pub(super) fn parse_addr(s: &str) -> Result<Addr, String> {
 }
 
 /// `netip.ParsePrefix`.
-pub(super) fn parse_prefix(s: &str) -> Result<Prefix, String> {
+pub(crate) fn parse_prefix(s: &str) -> Result<Prefix, String> {
     let err = |msg: &str| format!("netip.ParsePrefix({}): {msg}", go_quote(s));
     let Some(i) = s.rfind('/') else {
         return Err(err("no '/'"));

@@ -159,6 +159,10 @@ fn refused() {
         // The validators.
         ("[1, 'a']", &["expected type 'int' but found 'string'"]),
         ("[1, dyn(2)]", &["expected type 'int' but found 'dyn'"]),
+        // cel-go's validator panics on an optional entry of a type without parameters.
+        ("[?object.a, 1]", &["runtime error: index out of range [0] with length 0"]),
+        ("{?'a': object.a}", &["runtime error: index out of range [0] with length 0"]),
+        ("'a'.matches('[[:foo:]]')", &["invalid matches argument"]),
         // cel-go's checker alone types it list(list(dyn)); the validator then refuses it.
         ("{}.map(c, [c, type(c)])", &["expected type 'dyn' but found 'type(dyn)'"]),
         ("object.x in ['hello', 0]", &["expected type 'string' but found 'int'"]),
@@ -594,4 +598,101 @@ fn exists_one_spelled_exists_one_is_a_call() {
         check_source("[[1].exists_one(x, x == 1)].exists_one(y, y)", &env).map(|c| c.output),
         Ok(CheckedType::Bool)
     );
+}
+
+/// Writes calls of every declared overload (and of each with one argument of a wrong type)
+/// to `CEL_CHECK_GEN=FILE`, for [`differential_dump`] and upstream.
+#[test]
+#[ignore]
+fn differential_generate() {
+    let Ok(path) = std::env::var("CEL_CHECK_GEN") else { return };
+    fn sample(t: &CheckedType) -> String {
+        use CheckedType as T;
+        match t {
+            T::Int | T::Param(_) => "1".into(),
+            T::Uint => "1u".into(),
+            T::Double => "1.5".into(),
+            T::String => "'a'".into(),
+            T::Bytes => "b'a'".into(),
+            T::Bool => "true".into(),
+            T::Null => "null".into(),
+            T::Duration => "duration('1s')".into(),
+            T::Timestamp => "timestamp(0)".into(),
+            T::Dyn => "object.x".into(),
+            T::List(e) => format!("[{}]", sample(e)),
+            T::Map(k, v) => format!("{{{}: {}}}", sample(k), sample(v)),
+            T::Type(_) => "int".into(),
+            T::Opaque(n, ps) if n == "optional_type" => format!("optional.of({})", sample(&ps[0])),
+            T::Opaque(n, _) if n == "net.IP" => "ip('1.2.3.4')".into(),
+            T::Opaque(n, _) if n == "net.CIDR" => "cidr('10.0.0.0/8')".into(),
+            T::Struct(n) => match n.as_str() {
+                "kubernetes.Quantity" => "quantity('1')".into(),
+                "kubernetes.URL" => "url('https://a')".into(),
+                "kubernetes.Semver" => "semver('1.0.0')".into(),
+                "kubernetes.NamedFormat" => "format.dns1123Label()".into(),
+                "kubernetes.authorization.Authorizer" => "authorizer".into(),
+                "kubernetes.authorization.PathCheck" => "authorizer.path('/')".into(),
+                "kubernetes.authorization.GroupCheck" => "authorizer.group('')".into(),
+                "kubernetes.authorization.ResourceCheck" => "authorizer.group('').resource('pods')".into(),
+                "kubernetes.authorization.Decision" => "authorizer.path('/').check('get')".into(),
+                _ => "request".into(),
+            },
+            _ => "object".into(),
+        }
+    }
+    fn wrong(t: &CheckedType) -> String {
+        match t {
+            CheckedType::Bool => "1".into(),
+            CheckedType::Dyn | CheckedType::Param(_) => "[1, 2]".into(),
+            _ => "true".into(),
+        }
+    }
+    fn render(name: &str, member: bool, args: &[String]) -> Option<String> {
+        let bin = |op: &str| format!("({} {op} {})", args[0], args[1]);
+        Some(match (name, args.len()) {
+            ("_+_", 2) => bin("+"),
+            ("_-_", 2) => bin("-"),
+            ("_*_", 2) => bin("*"),
+            ("_/_", 2) => bin("/"),
+            ("_%_", 2) => bin("%"),
+            ("_==_", 2) => bin("=="),
+            ("_!=_", 2) => bin("!="),
+            ("_<_", 2) => bin("<"),
+            ("_<=_", 2) => bin("<="),
+            ("_>_", 2) => bin(">"),
+            ("_>=_", 2) => bin(">="),
+            ("_&&_", 2) => bin("&&"),
+            ("_||_", 2) => bin("||"),
+            ("@in", 2) => bin("in"),
+            ("_[_]", 2) => format!("{}[{}]", args[0], args[1]),
+            ("_[?_]", 2) => format!("{}[?{}]", args[0], args[1]),
+            ("!_", 1) => format!("!{}", args[0]),
+            ("-_", 1) => format!("-({})", args[0]),
+            ("_?_:_", 3) => format!("({} ? {} : {})", args[0], args[1], args[2]),
+            (n, _) if n.starts_with('@') || n.starts_with("_?") || n.starts_with("cel.@") => return None,
+            (n, _) if member => format!("{}.{n}({})", args[0], args[1..].join(", ")),
+            (n, _) => format!("{n}({})", args.join(", ")),
+        })
+    }
+    let mut out = String::new();
+    let mut names: Vec<_> = decls::functions().keys().collect();
+    names.sort();
+    for name in names {
+        for o in &decls::functions()[name.as_str()] {
+            let good: Vec<String> = o.args.iter().map(sample).collect();
+            let mut variants = vec![good.clone()];
+            for i in 0..good.len() {
+                let mut v = good.clone();
+                v[i] = wrong(&o.args[i]);
+                variants.push(v);
+            }
+            for v in variants {
+                if let Some(e) = render(name, o.member, &v) {
+                    out.push_str(&serde_json::to_string(&e).unwrap());
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    std::fs::write(path, out).unwrap();
 }

@@ -16,7 +16,9 @@ type Errors = Vec<(u64, String)>;
 pub(super) fn validate(root: &IdedExpr, types: &HashMap<u64, CheckedType>) -> Errors {
     let mut errors = Vec::new();
     let ty = |id: u64| types.get(&id).cloned().unwrap_or(CheckedType::Dyn);
-    homogeneous(root, &ty, &mut errors);
+    if let Err(panic) = homogeneous(root, &ty, &mut errors) {
+        return vec![(root.id, panic)];
+    }
     let mut nodes = Vec::new();
     preorder(root, &mut nodes);
     for (name, check) in [
@@ -79,13 +81,20 @@ pub(super) fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
 
 /// `homogeneousAggregateLiteralValidator`: list elements, map keys and map values must be of
 /// equivalent types, except under a call of `format` (the strings library exempts it).
-fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Errors) {
+///
+/// An optional entry of a type without parameters (`[?object.a]`, `{?'k': object.a}`: `dyn`
+/// passes the checker) makes cel-go's validator index an empty slice and panic; the API
+/// server answers that request with an internal error, so the expression is refused: `Err`
+/// is the panic's text, and the validation stops there.
+fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Errors) -> Result<(), String> {
     let mut lists = Vec::new();
     let mut maps = Vec::new();
     collect_aggregates(root, false, &mut lists, &mut maps);
-    let unwrap = |t: CheckedType| match t {
-        CheckedType::Opaque(_, mut ps) if !ps.is_empty() => ps.swap_remove(0),
-        other => other,
+    let unwrap = |t: CheckedType| -> Result<CheckedType, String> {
+        match t.parameters().first() {
+            Some(p) => Ok((*p).clone()),
+            None => Err("runtime error: index out of range [0] with length 0".to_owned()),
+        }
     };
     let mismatch = |a: &CheckedType, b: &CheckedType| {
         format!("expected type '{}' but found '{}'", a.format(), b.format())
@@ -96,7 +105,7 @@ fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Er
         for (i, x) in l.elements.iter().enumerate() {
             let mut t = ty(x.id);
             if l.optional_indices.contains(&i) {
-                t = unwrap(t);
+                t = unwrap(t)?;
             }
             match &first {
                 None => first = Some(t),
@@ -117,7 +126,7 @@ fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Er
             let kt = ty(me.key.id);
             let mut vt = ty(me.value.id);
             if me.optional {
-                vt = unwrap(vt);
+                vt = unwrap(vt)?;
             }
             match &first {
                 None => first = Some((kt, vt)),
@@ -132,6 +141,7 @@ fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Er
             }
         }
     }
+    Ok(())
 }
 
 fn collect_aggregates<'a>(
@@ -516,6 +526,15 @@ fn go_syntax_error(
                         if let Some(end) = (i + 2..chars.len().saturating_sub(1))
                             .find(|&j| chars[j] == ':' && chars[j + 1] == ']')
                         {
+                            let name: String = chars[i + 2..end].iter().collect();
+                            let known = [
+                                "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower",
+                                "print", "punct", "space", "upper", "word", "xdigit",
+                            ];
+                            if !known.contains(&name.strip_prefix('^').unwrap_or(&name)) {
+                                let text: String = chars[i..end + 2].iter().collect();
+                                return Some(format!("invalid character class range: `{text}`"));
+                            }
                             i = end + 2;
                             continue;
                         }

@@ -39,19 +39,27 @@ pub(crate) fn translate(whole: &str) -> Result<String, String> {
     let mut out = String::with_capacity(whole.len() + 8);
     let mut depth = 0usize;
     let mut last_repeat: Option<&str> = None;
+    // Flags set by `(?i)` not yet written (see `perl_flags`).
+    let mut pending = String::new();
     let mut t = whole;
     while let Some(c) = t.chars().next() {
         let mut repeat: Option<&str> = None;
+        if !matches!(c, '(' | ')' | '|' | '*' | '+' | '?') && !(c == '{' && parse_repeat(t).is_some()) {
+            out.push_str(&pending);
+            pending.clear();
+        }
         match c {
             '(' => {
                 if t.starts_with("(?") {
-                    let (rest, opens) = perl_flags(t, &mut out)?;
+                    let (rest, opens) = perl_flags(t, &mut out, &mut pending)?;
                     if opens {
                         stack.push(Item::Paren);
                         depth += 1;
                     }
                     t = rest;
                 } else {
+                    out.push_str(&pending);
+                    pending.clear();
                     stack.push(Item::Paren);
                     depth += 1;
                     out.push('(');
@@ -71,6 +79,7 @@ pub(crate) fn translate(whole: &str) -> Result<String, String> {
                 t = &t[1..];
             }
             ')' => {
+                pending.clear();
                 let mut w = collapse(&mut stack);
                 if let Some(Item::Bar(bw)) = stack.last() {
                     w = w.max(*bw);
@@ -230,7 +239,7 @@ fn parse_int(s: &str) -> Option<(i64, &str)> {
 }
 
 /// Go's `parsePerlFlags` on `(?…`: the rest, and whether a group opens.
-fn perl_flags<'a>(s: &'a str, out: &mut String) -> Result<(&'a str, bool), String> {
+fn perl_flags<'a>(s: &'a str, out: &mut String, pending: &mut String) -> Result<(&'a str, bool), String> {
     let b = s.as_bytes();
     let starts_with_p = b.len() > 4 && b[2] == b'P' && b[3] == b'<';
     let starts_with_name = b.len() > 3 && b[2] == b'<';
@@ -243,6 +252,8 @@ fn perl_flags<'a>(s: &'a str, out: &mut String) -> Result<(&'a str, bool), Strin
             return Err(err(INVALID_NAMED_CAPTURE, capture));
         }
         // Names are never read here; Go accepts a name twice, the `regex` crate does not.
+        out.push_str(pending);
+        pending.clear();
         out.push('(');
         return Ok((&s[end + 1..], true));
     }
@@ -270,11 +281,15 @@ fn perl_flags<'a>(s: &'a str, out: &mut String) -> Result<(&'a str, bool), Strin
                     break;
                 }
                 if c == ':' {
+                    out.push_str(pending);
+                    pending.clear();
                     out.push_str(&format!("(?{flags}:"));
                     return Ok((t, true));
                 }
+                // A flag-only group sets flags for what follows: written before the next item
+                // (Go repeats the item before it, as in `x(?i)*`; the `regex` crate would not).
                 if !flags.is_empty() {
-                    out.push_str(&format!("(?{flags})"));
+                    pending.push_str(&format!("(?{flags})"));
                 }
                 return Ok((t, false));
             }

@@ -44,7 +44,8 @@ pub(crate) fn translate(whole: &str) -> Result<String, String> {
     let mut t = whole;
     while let Some(c) = t.chars().next() {
         let mut repeat: Option<&str> = None;
-        if !matches!(c, '(' | ')' | '|' | '*' | '+' | '?') && !(c == '{' && parse_repeat(t).is_some()) {
+        let repeats = matches!(c, '*' | '+' | '?') || (c == '{' && parse_repeat(t).is_some());
+        if !repeats && !matches!(c, '(' | ')' | '|') {
             out.push_str(&pending);
             pending.clear();
         }

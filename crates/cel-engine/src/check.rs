@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 pub mod decls;
+mod goregex;
 mod macros;
 mod program;
 mod source;

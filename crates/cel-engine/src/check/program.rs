@@ -188,12 +188,18 @@ pub(crate) fn go_parse_float(s: &str) -> Option<f64> {
     if lower.starts_with("0x") {
         return go_parse_hex_float(s);
     }
-    if body.contains('_')
-        || !body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    // Underscores may separate digits (Go's `underscoreOK`).
+    let bytes = body.as_bytes();
+    let separated = bytes.iter().enumerate().all(|(i, &b)| {
+        b != b'_'
+            || (i > 0 && bytes[i - 1].is_ascii_digit() && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+    });
+    if !separated
+        || !body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-' | b'_'))
     {
         return None;
     }
-    let v: f64 = s.parse().ok()?;
+    let v: f64 = s.replace('_', "").parse().ok()?;
     v.is_finite().then_some(v)
 }
 
@@ -256,7 +262,9 @@ mod tests {
         assert_eq!(go_parse_float("-infinity"), Some(f64::NEG_INFINITY));
         assert_eq!(go_parse_float("0x1.8p1"), Some(3.0));
         assert_eq!(go_parse_float("1e400"), None);
-        assert_eq!(go_parse_float("1_000"), None);
+        assert_eq!(go_parse_float("1_000"), Some(1000.0));
+        assert_eq!(go_parse_float("1__0"), None);
+        assert_eq!(go_parse_float("_1"), None);
         assert_eq!(go_parse_float("abc"), None);
         assert_eq!(go_parse_float(""), None);
         assert_eq!(go_format_g(100.0), "100");

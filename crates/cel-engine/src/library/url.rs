@@ -109,6 +109,11 @@ fn get_query(_: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {
     Ok(Value::map(map))
 }
 
+/// `url.ParseRequestURI`'s verdict: its error text (`parse "…": …`) when it refuses `raw`.
+pub(crate) fn parse_request_uri(raw: &str) -> std::result::Result<(), String> {
+    goutil::parse_request_uri(raw).map(|_| ())
+}
+
 pub(super) fn register(registry: &mut Registry) {
     registry.global("url", 1, url_of, Cost::Of(|args, _| traversal_cost(args[0].size().unwrap_or(1))));
     // `isURL` is not in cost.go: cel-go's default 1.

@@ -627,7 +627,21 @@ fn optionals_of_cel_go() {
 fn differential_dump() {
     let Ok(path) = std::env::var("CEL_CHECK_EXPRS") else { return };
     let text = std::fs::read_to_string(path).unwrap();
-    let env = env();
+    let mut env = env();
+    // As the Go side: variables compiled in order, each seeing the earlier ones.
+    for (name, source) in [
+        ("st", "request.userInfo"),
+        ("lst", "[1]"),
+        ("mp", "{'a': [1]}"),
+        ("ty", "type(1)"),
+        ("nul", "null"),
+        ("dur", "duration('1s')"),
+        ("bad", "1 + 'a'"),
+        ("lstr", "[request]"),
+    ] {
+        let output = check(&crate::parse(source).unwrap(), &env).ok();
+        env.composited_variable(name, output.as_ref());
+    }
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let source: String = serde_json::from_str(line).unwrap();
         let out = match crate::parse(&source) {

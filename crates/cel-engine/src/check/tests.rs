@@ -592,6 +592,9 @@ fn optionals_of_cel_go() {
 // 	opts := plugincel.OptionalVariableDeclarations{HasParams: true, HasAuthorizer: true}
 // 	c.CompileAndStoreVariable(expr{"1", "num"}, opts, environment.NewExpressions)
 // 	c.CompileAndStoreVariable(expr{"optional.of(1)", "opt"}, opts, environment.NewExpressions)
+// 	for _, v := range [][2]string{{"request.userInfo", "st"}, {"[1]", "lst"}, {"{'a': [1]}", "mp"}, {"type(1)", "ty"}, {"null", "nul"}, {"duration('1s')", "dur"}, {"1 + 'a'", "bad"}, {"[request]", "lstr"}} {
+// 		c.CompileAndStoreVariable(expr{v[0], v[1]}, opts, environment.NewExpressions)
+// 	}
 // 	in := bufio.NewScanner(os.Stdin)
 // 	in.Buffer(make([]byte, 1<<20), 1<<20)
 // 	out := json.NewEncoder(os.Stdout)

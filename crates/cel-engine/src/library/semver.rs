@@ -79,8 +79,9 @@ impl Object for Semver {
     }
 }
 
-/// Go's `strconv.Quote` for the texts these errors quote: printable characters as they are,
-/// `"` and `\` escaped, control characters as Go writes them.
+/// Go's `strconv.Quote`, as the errors of these libraries quote their input: printable
+/// characters as they are, `"` and `\\` escaped, control characters as `\n` or `\xHH`, other
+/// unprintable ones as `\uXXXX` or `\UXXXXXXXX`.
 pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -96,17 +97,27 @@ pub(crate) fn go_quote(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (0x80..0xa0).contains(&(c as u32)) || c == '\u{ad}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if matches!(c as u32, 0x2028 | 0x2029 | 0xfeff) || (0x200b..=0x200f).contains(&(c as u32)) => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
+            c if !go_printable(c) && (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if !go_printable(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
             c => out.push(c),
         }
     }
     out.push('"');
     out
+}
+
+/// Go's `strconv.IsPrint` past ASCII: not a control, format, private-use or noncharacter code
+/// point, nor a space other than U+0020. (Unassigned code points, which Go also escapes, are
+/// not known here and pass as printable.)
+fn go_printable(c: char) -> bool {
+    let u = c as u32;
+    let unprintable = matches!(u,
+        0x80..=0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x890..=0x891 | 0x8e2 | 0x1680 | 0x180e
+        | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000 | 0xd800..=0xf8ff
+        | 0xfdd0..=0xfdef | 0xfeff | 0xfff9..=0xfffb | 0x110bd | 0x110cd | 0x13430..=0x1343f
+        | 0x1bca0..=0x1bca3 | 0x1d173..=0x1d17a | 0xe0001 | 0xe0020..=0xe007f | 0xf0000..=0x10ffff)
+        || u & 0xfffe == 0xfffe;
+    !unprintable
 }
 
 fn contains_only(s: &str, set: &[u8]) -> bool {
@@ -424,6 +435,26 @@ mod tests {
             (r#"isSemver("1.2.3", false)"#, r#"true"#, 1),
             (r#"isSemver("v1", true)"#, r#"true"#, 1),
             (r#"semver("1.0.0").major() == 1"#, r#"true"#, 3),
+            // Go quotes unprintable characters; an unassigned one (U+0378), which Go also
+            // escapes, is not known here.
+            (r#"semver("1.2.3-a\u00a0b")"#, r#"err: Invalid character(s) found in prerelease "a\u00a0b""#, 1),
+            (r#"semver("1.2.3-a\u00adb")"#, r#"err: Invalid character(s) found in prerelease "a\u00adb""#, 1),
+            (r#"semver("1.2.3-a\u200bb")"#, r#"err: Invalid character(s) found in prerelease "a\u200bb""#, 1),
+            (r#"semver("1.2.3-a\u2028b")"#, r#"err: Invalid character(s) found in prerelease "a\u2028b""#, 1),
+            (r#"semver("1.2.3-a\ue000b")"#, r#"err: Invalid character(s) found in prerelease "a\ue000b""#, 1),
+            (r#"semver("1.2.3-a\U0001F600b")"#, r#"err: Invalid character(s) found in prerelease "a😀b""#, 1),
+            (r#"semver("1.2.3-a\u0085b")"#, r#"err: Invalid character(s) found in prerelease "a\u0085b""#, 1),
+            (r#"semver("1.2.3-a\x01b")"#, r#"err: Invalid character(s) found in prerelease "a\x01b""#, 1),
+            (r#"semver("1.2.3-a\x7fb")"#, r#"err: Invalid character(s) found in prerelease "a\x7fb""#, 1),
+            (r#"semver("1.2.3-a\ufeffb")"#, r#"err: Invalid character(s) found in prerelease "a\ufeffb""#, 1),
+            (
+                r#"semver("1.2.3-a\U0010FFFDb")"#,
+                r#"err: Invalid character(s) found in prerelease "a\U0010fffdb""#,
+                1,
+            ),
+            (r#"semver("1.2.3-e\u0301")"#, r#"err: Invalid character(s) found in prerelease "é""#, 1),
+            (r#"semver("1.2.3-a\u3000b")"#, r#"err: Invalid character(s) found in prerelease "a\u3000b""#, 1),
+            (r#"semver("1.2.3-a\ufffeb")"#, r#"err: Invalid character(s) found in prerelease "a\ufffeb""#, 1),
         ]);
     }
 }

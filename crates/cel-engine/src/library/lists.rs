@@ -336,8 +336,11 @@ pub(crate) fn distinct_values(items: &[Value]) -> Vec<Value> {
     unique
 }
 
+/// `sort()`: cel-go binds every overload to one implementation guarded only by the receiver
+/// being a list, so a first element that cannot be ordered is `list elements must be
+/// comparable`, not a missing overload.
 fn sort(ctx: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {
-    let items = comparable_list(&args[0])?;
+    let items = list_arg(&args[0])?;
     ctx.charge(self_compare_cost(items))?;
     if items.is_empty() {
         return Ok(args[0].clone());

@@ -94,8 +94,10 @@ fn ext_lists_table() {
         ("[].flatten(-1)", "level must be non-negative"),
         ("[\"d\", 3, 2, \"c\"].sort()", "list elements must have the same type"),
         ("[1, 2u].sort()", "list elements must have the same type"),
-        // cel-go: `no such overload: sort(list)` (the dispatcher's).
-        ("[{}, {}].sort()", "no such overload"),
+        // From cel-go: `sort` takes any list (one binding for all its overloads).
+        ("[{}, {}].sort()", "list elements must be comparable"),
+        ("[[1], [2]].sort()", "list elements must be comparable"),
+        ("[null].sort()", "list elements must be comparable"),
         ("{}.flatten()", "no such overload: map(dyn, dyn).flatten()"),
         ("{}.flatten(0)", "no such overload: map(dyn, dyn).flatten(int)"),
         ("[].flatten('1')", "internal error: interface conversion: ref.Val is types.String, not types.Int"),

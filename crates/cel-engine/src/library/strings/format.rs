@@ -227,7 +227,8 @@ fn scientific(arg: &Value, precision: Option<u64>) -> std::result::Result<String
     let Some(d) = float_arg(arg) else {
         return Err(format!("scientific clause can only be used on doubles, was given {}", arg.type_name()));
     };
-    Ok(en_us_scientific(d, precision))
+    // cel-go: a missing precision is 6, written as the width too ("%6e").
+    Ok(en_us_scientific(d, Some(precision.unwrap_or(DEFAULT_PRECISION as u64))))
 }
 
 fn signed_radix(negative: bool, magnitude: String) -> String {

@@ -50,6 +50,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -115,12 +117,30 @@ type caseOut struct {
 	Webhooks         []webhookOut      `json:"webhooks"`
 	Refused          string            `json:"refused,omitempty"`
 	Error            string            `json:"error,omitempty"`
+	// With -bench: the process's CPU time (user and system, GC included) per Validate call
+	// over that many calls after the first, and their wall time.
+	BenchCalls       int   `json:"benchCalls,omitempty"`
+	CPUNanosPerCall  int64 `json:"cpuNanosPerCall,omitempty"`
+	WallNanosPerCall int64 `json:"wallNanosPerCall,omitempty"`
+}
+
+// benchRounds: --bench.
+var benchRounds int
+
+// cpuNanos is the process's user and system time so far.
+func cpuNanos() int64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return usage.Utime.Nano() + usage.Stime.Nano()
 }
 
 func main() {
 	version := flag.Bool("version", false, "print the upstream version and exit")
 	jobs := flag.Int("j", 4*runtime.GOMAXPROCS(0), "cases run at the same time")
 	reviewFile := flag.String("review", "", "run one case: this AdmissionReview (JSON) against the configuration files and directories given as arguments")
+	flag.IntVar(&benchRounds, "bench", 0, "with --review: run the plugin's Validate this many more times and print the CPU time per call (the load test's upstream figure)")
 	flag.Parse()
 	if *version {
 		fmt.Printf("%s (Debian golang-k8s-apiserver-dev %s)\n", upstreamVersion, debianVersion)
@@ -679,6 +699,15 @@ func runCase(in caseIn) (caseOut, error) {
 		objectInterfaces := admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
 		validateErr = admission.WithAudit(plugin).(admission.ValidationInterface).Validate(ctx, attrs, objectInterfaces)
 		annotations = ac.GetEventAnnotations()
+		if benchRounds > 0 {
+			cpu, wall := cpuNanos(), time.Now()
+			for i := 0; i < benchRounds; i++ {
+				_ = plugin.Validate(ctx, attrs, objectInterfaces)
+			}
+			out.BenchCalls = benchRounds
+			out.CPUNanosPerCall = (cpuNanos() - cpu) / int64(benchRounds)
+			out.WallNanosPerCall = time.Since(wall).Nanoseconds() / int64(benchRounds)
+		}
 		out.Webhooks = matchWebhooks(ctx, c, attrs, kind)
 		w.WriteHeader(http.StatusOK)
 	}))

@@ -148,7 +148,11 @@ pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<Che
     let output = types.get(&expanded.id).cloned().unwrap_or(CheckedType::Dyn);
     Ok(Checked {
         output,
-        instantiation_error: program::instantiation_error(&expanded, &checker.undefined_types),
+        instantiation_error: program::instantiation_error(
+            &expanded,
+            &checker.undefined_types,
+            &checker.type_names,
+        ),
     })
 }
 

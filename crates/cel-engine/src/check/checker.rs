@@ -23,6 +23,8 @@ pub(super) struct Checker<'a> {
     pub(super) errors: Vec<(u64, String)>,
     /// References to type names the runtime does not know, by node.
     pub(super) undefined_types: HashMap<u64, String>,
+    /// References to type names (constants at runtime), by node.
+    pub(super) type_names: std::collections::HashSet<u64>,
 }
 
 fn undeclared(name: &str) -> String {
@@ -72,6 +74,7 @@ impl<'a> Checker<'a> {
             counter: 0,
             errors: Vec::new(),
             undefined_types: HashMap::new(),
+            type_names: std::collections::HashSet::new(),
         }
     }
 
@@ -100,6 +103,18 @@ impl<'a> Checker<'a> {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Records a global reference that names a type: a constant for the planner, or a
+    /// failure when the runtime's type provider does not know it.
+    fn note_type_name(&mut self, id: u64, name: &str) {
+        if self.env.undefined_at_runtime(name) {
+            self.undefined_types.insert(id, name.to_owned());
+        } else if !self.env.variables.contains_key(name.strip_prefix('.').unwrap_or(name))
+            && matches!(self.env.global(name), Some(CheckedType::Type(_)))
+        {
+            self.type_names.insert(id);
         }
     }
 
@@ -132,8 +147,8 @@ impl<'a> Checker<'a> {
             }
             Expr::Ident(name) => match self.resolve_simple(name) {
                 Some(t) => {
-                    if self.local(name).is_none() && self.env.undefined_at_runtime(name) {
-                        self.undefined_types.insert(e.id, name.clone());
+                    if self.local(name).is_none() {
+                        self.note_type_name(e.id, name);
                     }
                     self.set_type(e, t)
                 }
@@ -150,10 +165,7 @@ impl<'a> Checker<'a> {
                         self.env.global(&q.join("."))
                     };
                     if let Some(t) = resolved {
-                        let name = q.join(".");
-                        if self.env.undefined_at_runtime(&name) {
-                            self.undefined_types.insert(e.id, name);
-                        }
+                        self.note_type_name(e.id, &q.join("."));
                         self.set_type(e, t);
                         return;
                     }

@@ -6,7 +6,7 @@
 //! `FindRegexOptimization`, `FindAllRegexOptimization`). The planner goes depth first, so the
 //! first failure in post-order is the one reported.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cel::common::ast::{Expr, IdedExpr, LiteralValue};
 
@@ -25,17 +25,32 @@ enum Const {
     Bool(bool),
     Duration(i128),
     Timestamp(i64),
-    /// A constant whose value does not matter here (null, a list, a map, a type, a value
-    /// this module does not render).
+    Null,
+    List,
+    Map,
+    Type,
+    /// A constant whose value this module does not render.
     Other,
 }
 
 /// Kubernetes' text for the first failure: `program instantiation failed: …`.
-pub(super) fn instantiation_error(root: &IdedExpr, undefined_types: &HashMap<u64, String>) -> Option<String> {
-    plan(root, undefined_types).err().map(|e| format!("program instantiation failed: {e}"))
+pub(super) fn instantiation_error(
+    root: &IdedExpr,
+    undefined_types: &HashMap<u64, String>,
+    type_names: &HashSet<u64>,
+) -> Option<String> {
+    let refs = Refs { undefined_types, type_names };
+    plan(root, &refs).err().map(|e| format!("program instantiation failed: {e}"))
 }
 
-fn plan(e: &IdedExpr, undefined_types: &HashMap<u64, String>) -> Result<Option<Const>, String> {
+/// What the checker resolved: references to type names.
+struct Refs<'a> {
+    undefined_types: &'a HashMap<u64, String>,
+    type_names: &'a HashSet<u64>,
+}
+
+fn plan(e: &IdedExpr, refs: &Refs<'_>) -> Result<Option<Const>, String> {
+    let undefined_types = refs.undefined_types;
     // A type name the runtime's provider does not know (the checker rewrote a qualified
     // selection naming it into one identifier: its operands are not planned).
     if let Some(name) = undefined_types.get(&e.id) {
@@ -43,7 +58,7 @@ fn plan(e: &IdedExpr, undefined_types: &HashMap<u64, String>) -> Result<Option<C
     }
     let mut consts = Vec::new();
     for c in children(e) {
-        consts.push(plan(c, undefined_types)?);
+        consts.push(plan(c, refs)?);
     }
     match &e.expr {
         Expr::Literal(l) => Ok(Some(match l {
@@ -53,19 +68,39 @@ fn plan(e: &IdedExpr, undefined_types: &HashMap<u64, String>) -> Result<Option<C
             LiteralValue::String(s) => Const::Str(s.inner().to_owned()),
             LiteralValue::Bytes(b) => Const::Bytes(b.inner().to_vec()),
             LiteralValue::Boolean(b) => Const::Bool(*b.inner()),
-            LiteralValue::Null => Const::Other,
+            LiteralValue::Null => Const::Null,
         })),
         // Constant list and map literals are built once (`maybeBuildListLiteral`).
         Expr::List(l) if l.optional_indices.is_empty() && consts.iter().all(Option::is_some) => {
-            Ok(Some(Const::Other))
+            Ok(Some(Const::List))
         }
-        Expr::Map(_) if consts.iter().all(Option::is_some) => Ok(Some(Const::Other)),
+        Expr::Map(_) if consts.iter().all(Option::is_some) => Ok(Some(Const::Map)),
+        Expr::Ident(_) | Expr::Select(_) if refs.type_names.contains(&e.id) => Ok(Some(Const::Type)),
         Expr::Call(call) => {
             let name = call.func_name.as_str();
             if call.target.is_none() && call.args.len() == 1 {
                 if let Some(Some(arg)) = consts.first() {
                     if let Some(result) = convert(name, arg) {
                         return result.map(Some);
+                    }
+                }
+            }
+            // A constant index becomes an attribute qualifier (`planCallIndex`), of the few
+            // types a qualifier can be.
+            if matches!(name, "_[_]" | "_[?_]") && call.args.len() == 2 {
+                if let Some(Some(index)) = consts.get(1) {
+                    let go_type = match index {
+                        Const::Null => Some("types.Null"),
+                        Const::List => Some("*types.baseList"),
+                        Const::Map => Some("*types.baseMap"),
+                        Const::Type => Some("*types.Type"),
+                        Const::Bytes(_) => Some("types.Bytes"),
+                        Const::Duration(_) => Some("types.Duration"),
+                        Const::Timestamp(_) => Some("types.Timestamp"),
+                        _ => None,
+                    };
+                    if let Some(go_type) = go_type {
+                        return Err(format!("invalid qualifier type: {go_type}"));
                     }
                 }
             }
@@ -95,7 +130,7 @@ fn convert(name: &str, v: &Const) -> Option<Result<Const, String>> {
     let uint_overflow = || Err("unsigned integer overflow".to_owned());
     let r = match (name, v) {
         ("dyn", v) => Ok(v.clone()),
-        ("type", _) => Ok(C::Other),
+        ("type", _) => Ok(C::Type),
         (_, C::Other) => Ok(C::Other),
         ("int", C::Int(i)) => Ok(C::Int(*i)),
         ("int", C::Uint(u)) => i64::try_from(*u).map(C::Int).or_else(|_| int_overflow()),
@@ -169,7 +204,7 @@ fn convert(name: &str, v: &Const) -> Option<Result<Const, String>> {
             Some(_) => Err("timestamp overflow".to_owned()),
             None => Err(conversion_error("string", "google.protobuf.Timestamp")),
         },
-        ("int" | "uint" | "double" | "bytes" | "bool" | "duration" | "timestamp", _) => {
+        ("int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp", _) => {
             // A runtime type the overloads do not take (through `dyn`): left to evaluation.
             Ok(C::Other)
         }

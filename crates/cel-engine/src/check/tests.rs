@@ -565,6 +565,8 @@ fn optionals_of_cel_go() {
 // GOCACHE=~/.cache/admission-gateway/oracle-gocache go build), feed it one JSON string a line,
 // and compare with `CEL_CHECK_EXPRS=FILE cargo test -p cel-engine differential_dump --
 // --ignored --nocapture` (messages compared as sets: cel-go sorts them by position).
+// RETURN_BOOL=1 makes the expressions' return type bool (k8s's `must evaluate to bool`:
+// a `dyn` output is refused, as [`check_result_type`] does).
 // `differential_generate` writes a call of every declared overload and variants with a
 // wrong argument. At the time of writing: 0 differences over ~1,300 expressions, except a
 // parser one (`.s` keeps its leading dot upstream).
@@ -588,7 +590,12 @@ fn optionals_of_cel_go() {
 // type expr struct{ e, name string }
 //
 // func (x expr) GetExpression() string         { return x.e }
-// func (x expr) ReturnTypes() []*celgo.Type     { return []*celgo.Type{celgo.AnyType} }
+// func (x expr) ReturnTypes() []*celgo.Type {
+// 	if os.Getenv("RETURN_BOOL") != "" && x.name == "" {
+// 		return []*celgo.Type{celgo.BoolType}
+// 	}
+// 	return []*celgo.Type{celgo.AnyType}
+// }
 // func (x expr) GetName() string                { return x.name }
 //
 // func main() {

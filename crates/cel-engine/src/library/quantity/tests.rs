@@ -38,7 +38,14 @@ fn go_e(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
     }
-    let s = format!("{d:e}");
+    // The fewest digits that read back as `d`, rounded to the closest (Go's shortest form;
+    // Rust's `{:e}` may end on another digit when two forms are as short).
+    let s =
+        (0..17).map(|p| format!("{d:.p$e}")).find(|s| s.parse::<f64>() == Ok(d)).unwrap_or(format!("{d:e}"));
+    let s = match s.split_once('e') {
+        Some((m, e)) if m.contains('.') => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+        _ => s,
+    };
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let sign = if exp < 0 { '-' } else { '+' };

@@ -47,9 +47,19 @@ fn should_escape(c: u8, mode: u8) -> bool {
     TABLE[c as usize] & mode == 0
 }
 
-/// Bytes as Go's `strconv.Quote` shows them (these come from UTF-8 input, cut at ASCII).
+/// Bytes as Go's `strconv.Quote` shows them: a byte that is not UTF-8 (an escape's cut, as
+/// `%2\xc3`) as `\xHH`.
 fn quote(b: &[u8]) -> String {
-    go_quote(&String::from_utf8_lossy(b))
+    let mut out = String::from("\"");
+    for chunk in b.utf8_chunks() {
+        let valid = go_quote(chunk.valid());
+        out.push_str(&valid[1..valid.len() - 1]);
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// `unescape`, with its `EscapeError` and `InvalidHostError` texts.

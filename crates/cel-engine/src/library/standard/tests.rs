@@ -632,3 +632,30 @@ fn costs() {
     assert_eq!(convert::string_cost(&[Value::Double(1.0)], &one), 1);
     assert_eq!(convert::bytes_cost(&[uni], &one), 3);
 }
+
+#[test]
+fn zone_names() {
+    let t = jiff::Timestamp::new(1_689_330_645, 0).unwrap();
+    for (name, want) in [
+        ("Etc/UTC", Some(0)),
+        ("GMT", Some(0)),
+        ("Zulu", Some(0)),
+        ("US/Pacific", Some(-7 * 3600)),
+        ("Etc/GMT+5", Some(-5 * 3600)),
+        ("EST", Some(-5 * 3600)),
+        ("Asia/Kathmandu", Some(20_700)),
+        ("utc", None),
+        ("America", None),
+        ("zone.tab", None),
+        ("Local", Some(0)),
+    ] {
+        assert_eq!(super::time::zone_offset(&t, name).ok(), want, "{name}");
+    }
+    let err = |name| super::time::zone_offset(&t, name).unwrap_err().message;
+    if std::path::Path::new("/usr/share/zoneinfo/America").is_dir() {
+        assert_eq!(err("America"), "is a directory");
+    }
+    if std::path::Path::new("/usr/share/zoneinfo/zone.tab").is_file() {
+        assert_eq!(err("zone.tab"), "malformed time zone information");
+    }
+}

@@ -15,6 +15,9 @@ pub(crate) const MAX_UNIX: i64 = 253_402_300_799;
 
 const NANOS: i64 = 1_000_000_000;
 
+/// Where Go's `time.LoadLocation` finds zones first on Linux (as jiff does).
+const ZONEINFO: &str = "/usr/share/zoneinfo";
+
 macro_rules! accessors {
     ($(($func:ident, $name:literal, $field:ident)),* $(,)?) => {
         $(
@@ -207,10 +210,22 @@ fn load_location(name: &str) -> Result<jiff::tz::TimeZone> {
     if name.contains("..") || name.starts_with('/') || name.starts_with('\\') {
         return Err(Error::new("time: invalid location name"));
     }
-    match jiff::tz::db().get(name) {
-        Ok(zone) if zone.iana_name() == Some(name) => Ok(zone),
-        _ => Err(Error::new(format!("unknown time zone {name}"))),
+    let found = jiff::tz::db().get(name);
+    if let Ok(zone) = &found {
+        if zone.iana_name() == Some(name) {
+            return Ok(zone.clone());
+        }
     }
+    // Go reads the file itself: a directory is a read error, a file that is not TZif data is
+    // malformed; a name found only without its case is not found.
+    let path = std::path::Path::new(ZONEINFO).join(name);
+    if path.is_dir() {
+        return Err(Error::new("is a directory"));
+    }
+    if found.is_err() && path.is_file() {
+        return Err(Error::new("malformed time zone information"));
+    }
+    Err(Error::new(format!("unknown time zone {name}")))
 }
 
 /// Go's `strconv.Atoi`, its error text included (`strconv.Atoi: parsing "x": invalid syntax`).

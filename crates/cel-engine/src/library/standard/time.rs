@@ -270,8 +270,9 @@ pub(crate) fn duration_string(d: i64) -> String {
 }
 
 /// cel-go's string of a timestamp: Go's `time.RFC3339Nano` (trailing zeros of the fraction
-/// dropped), in UTC (the offset a timestamp was parsed with is not kept here; see the module
-/// notes of `value.rs`).
+/// dropped), in UTC. cel-go prints the offset the timestamp was parsed with
+/// (`timestamp('2023-01-01T00:00:00+05:00')` prints `+05:00`); `Value::Timestamp` does not keep
+/// one, so such a timestamp prints in UTC here.
 pub(crate) fn timestamp_string(t: &jiff::Timestamp) -> String {
     let (secs, nanos) = timestamp_parts(t);
     let c = civil(secs);

@@ -43,7 +43,7 @@ impl Quantity {
 
     /// `Quantity.Cmp` through the receiver's pointer: when either side is decimal, the
     /// receiver becomes decimal.
-    fn cmp_mut(&self, other: &Amount) -> Ordering {
+    fn cmp_mut(&self, other: &Amount) -> Result<Ordering> {
         let mut amount = lock(&self.amount);
         if other.is_dec() && !amount.is_dec() {
             *amount = Amount::new_dec(amount.as_dec());
@@ -60,7 +60,9 @@ impl Object for Quantity {
 
     fn equals(&self, other: &dyn Object) -> bool {
         match other.as_any().downcast_ref::<Quantity>() {
-            Some(other) => self.get().cmp(&other.get()) == Ordering::Equal,
+            // Upstream's `Equal` can also fail (two int64 forms whose scales differ by more than
+            // int32 holds: a recovered division by zero); that error becomes false here.
+            Some(other) => self.get().cmp(&other.get()).is_ok_and(|o| o == Ordering::Equal),
             None => false,
         }
     }
@@ -101,7 +103,7 @@ fn sign(_: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {
 fn compare(args: &[Value]) -> Result<Ordering> {
     let q = quantity_arg(&args[0])?;
     let other = quantity_arg(&args[1])?.get();
-    Ok(q.cmp_mut(&other))
+    q.cmp_mut(&other)
 }
 
 fn is_greater_than(_: &mut Ctx<'_>, args: &[Value]) -> Result<Value> {

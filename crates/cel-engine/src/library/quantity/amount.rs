@@ -154,8 +154,15 @@ impl Amount {
         }
     }
 
-    pub(super) fn cmp(&self, other: &Amount) -> Ordering {
-        self.as_dec().cmp(&other.as_dec())
+    /// `Quantity.Cmp`: two int64 forms through `int64Amount.Cmp` (whose scale difference wraps
+    /// as Go's int32 does, and then divides by zero: cel-go's recovered panic), else exactly.
+    pub(super) fn cmp(&self, other: &Amount) -> Result<Ordering> {
+        match (self, other) {
+            (Amount::Int { value: av, scale: ascale }, Amount::Int { value: bv, scale: bscale }) => {
+                int_cmp(*av, *ascale, *bv, *bscale).unwrap_or_else(|| Ok(self.as_dec().cmp(&other.as_dec())))
+            }
+            _ => Ok(self.as_dec().cmp(&other.as_dec())),
+        }
     }
 
     /// `Quantity.AsInt64`.
@@ -208,6 +215,50 @@ impl Amount {
             Amount::Int { .. } => Ok(Amount::new_dec(Dec::add(&self.as_dec(), &y, sub)?)),
         }
     }
+}
+
+/// `divideByScaleInt64`: `None` when inexact (a scale of 18 or more), an error for a wrapped,
+/// negative scale (Go divides by `pow10Int64`'s 0 there).
+fn divide_by_scale(base: i64, scale: i32) -> Option<Result<(i64, i64)>> {
+    if scale == 0 {
+        return Some(Ok((base, 0)));
+    }
+    if scale >= 18 {
+        return None;
+    }
+    if scale < 0 {
+        return Some(Err(Error::new("internal error: runtime error: integer divide by zero")));
+    }
+    let divisor = 10i64.pow(scale as u32);
+    Some(Ok((base / divisor, base % divisor)))
+}
+
+/// `int64Amount.Cmp`; `None`: compare the decimal forms.
+fn int_cmp(mut av: i64, ascale: i32, mut bv: i64, bscale: i32) -> Option<Result<Ordering>> {
+    match ascale.cmp(&bscale) {
+        Ordering::Equal => {}
+        Ordering::Greater => {
+            let (result, remainder) = match divide_by_scale(bv, ascale.wrapping_sub(bscale))? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if result == av {
+                return Some(Ok(0.cmp(&remainder)));
+            }
+            bv = result;
+        }
+        Ordering::Less => {
+            let (result, remainder) = match divide_by_scale(av, bscale.wrapping_sub(ascale))? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if result == bv {
+                return Some(Ok(remainder.cmp(&0)));
+            }
+            av = result;
+        }
+    }
+    Some(Ok(av.cmp(&bv)))
 }
 
 /// `int64Amount.Add`: `None` on overflow.

@@ -398,6 +398,45 @@ fn upstream_cases() {
         ),
         (r#"quantity("5").isGreaterThan(5)"#, r#"compile"#, 0),
         (r#"quantity("5").add(5.0)"#, r#"compile"#, 0),
+        // int64 forms whose scales differ past int32: upstream's division by zero, recovered.
+        (
+            r#"quantity("1e2147483647").compareTo(quantity("1n"))"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
+        (
+            r#"quantity("1n").compareTo(quantity("1e2147483647"))"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
+        (
+            r#"quantity("1e2147483647").compareTo(quantity("1e-9"))"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
+        (
+            r#"quantity("5e2147483640").compareTo(quantity("3e-9"))"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
+        (
+            r#"quantity("-5e2147483640").compareTo(quantity("3e-9"))"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
+        (
+            r#"quantity("5e2147483640").compareTo(quantity("-3e-9"))"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
+        (r#"quantity("1e2147483647").isGreaterThan(quantity("1e2147483646"))"#, r#"true"#, 5),
+        (r#"quantity("1e30").compareTo(quantity("1e29"))"#, r#"1"#, 3),
+        (r#"quantity("10e29").compareTo(quantity("1e30"))"#, r#"0"#, 3),
+        (r#"quantity("7e40").compareTo(quantity("7e-5"))"#, r#"1"#, 3),
+        (r#"quantity("1e-9").compareTo(quantity("1e18"))"#, r#"-1"#, 3),
+        (r#"quantity("123e100").compareTo(quantity("1230e99"))"#, r#"0"#, 3),
+        (r#"quantity("1e2147483647").sub(quantity("1n")).asApproximateFloat()"#, r#"d:0e+00"#, 5),
+        (r#"quantity("1e-5").add(quantity("1e2147483647")).asApproximateFloat()"#, r#"d:2e-05"#, 5),
     ]);
 }
 
@@ -411,6 +450,12 @@ fn equality_with_an_arithmetic_result_on_the_right() {
         (r#"quantity("2") == quantity("1").add(1)"#, r#"err: no such overload"#, 4),
         (r#"quantity("1") == quantity("1").add(0)"#, r#"err: no such overload"#, 4),
         (r#"quantity("1").add(1) == quantity("2")"#, r#"true"#, 4),
+        // `Equal` through `Cmp`'s division by zero.
+        (
+            r#"quantity("1e2147483647") == quantity("1n")"#,
+            r#"err: internal error: runtime error: integer divide by zero"#,
+            3,
+        ),
     ]);
 }
 

@@ -146,7 +146,14 @@ pub fn dispatch(overloads: &[Overload], ctx: &mut Ctx<'_>, args: &[Value]) -> Re
     for overload in overloads {
         match (overload.call)(ctx, args) {
             Err(e) if e.kind == crate::error::ErrorKind::NoMatch => continue,
-            Err(e) => return Err(e),
+            Err(e) => {
+                // cel-go's observer charges a call that failed too (its result, an error, has
+                // size 1).
+                if !e.is_fatal() {
+                    ctx.charge(overload.cost.of(args, &Value::Null))?;
+                }
+                return Err(e);
+            }
             Ok(result) => {
                 ctx.charge(overload.cost.of(args, &result))?;
                 return Ok(result);

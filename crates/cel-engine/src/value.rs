@@ -114,6 +114,8 @@ impl Type {
             "google.protobuf.Timestamp" => Type::Timestamp,
             "type" => Type::Type,
             "optional_type" => Type::Optional,
+            // The library types the 1.36 environment names (the `kubernetes.*` ones it does not).
+            "net.IP" | "net.CIDR" => Type::Named(Arc::from(name)),
             _ => return None,
         })
     }

@@ -1,5 +1,5 @@
 //! The `authorizer` variable: Kubernetes' CEL authz library
-//! (staging/src/k8s.io/apiserver/pkg/cel/library/authz.go) on our evaluator.
+//! (staging/src/k8s.io/apiserver/pkg/cel/library/authz.go) on the CEL engine.
 //!
 //! ```text
 //! authorizer.path('/healthz').check('get').allowed()
@@ -8,23 +8,17 @@
 //! authorizer.requestResource.check('delete').errored()
 //! ```
 //!
-//! The rewrite (check.rs) turns every step of a chain rooted at `authorizer` into
-//! `@gateway.authz(target, 'method', args…)`; the builder values between steps are opaque.
+//! `authorizer` is a library object; each method of the chain an overload registered in the
+//! gateway's registry ([`register`]), the builders between steps library objects too.
 //! `check(verb)` asks the [`Authorizer`] of the evaluation (a SubjectAccessReview in cluster
 //! mode, answers cached per review); without one, it is an evaluation error, which the
-//! webhook's failurePolicy answers.
+//! webhook's failurePolicy answers. Costs are the API server's (`library/cost.go`): 350,000 per
+//! `check`, 1 per builder and accessor.
 
 use std::cell::RefCell;
-use std::fmt;
 use std::sync::Arc;
 
-use kube_cel::cel;
-
-use cel::common::ast::{Expr, LiteralValue};
-use cel::objects::{Opaque, Value};
-use cel::{ExecutionError, FunctionContext, ResolveResult};
-
-use super::names;
+use cel_engine::{Cost, Ctx, Error, Object, Registry, Value};
 
 /// Who is asked about: the requesting user, or a service account.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -95,7 +89,7 @@ pub(crate) fn with_scope<R>(scope: Option<Scope>, f: impl FnOnce() -> R) -> R {
 
 /// A value of the authz library: a builder on its way to a check, or a decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Authz {
+pub(super) enum Authz {
     /// `authorizer`, or `authorizer.serviceAccount(…)`.
     Root(Subject),
     /// `….path(p)`.
@@ -105,61 +99,96 @@ enum Authz {
     /// `….resource(r)` and its refinements, or `authorizer.requestResource`.
     Resource(Subject, ResourceTarget),
     Decision(Decision),
+    /// `authorizer` where the expression may not use it (`auditAnnotations`): every use fails.
+    Unavailable,
 }
 
-impl Opaque for Authz {
-    fn runtime_type_name(&self) -> &str {
+impl Object for Authz {
+    fn type_name(&self) -> &'static str {
         match self {
-            Self::Root(_) => "kubernetes.authorization.Authorizer",
+            Self::Root(_) | Self::Unavailable => "kubernetes.authorization.Authorizer",
             Self::Path(..) => "kubernetes.authorization.PathCheck",
             Self::Group(..) => "kubernetes.authorization.GroupCheck",
             Self::Resource(..) => "kubernetes.authorization.ResourceCheck",
             Self::Decision(_) => "kubernetes.authorization.Decision",
         }
     }
-}
 
-impl fmt::Display for Authz {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.runtime_type_name())
+    fn equals(&self, other: &dyn Object) -> bool {
+        other.as_any().downcast_ref::<Authz>() == Some(self)
     }
-}
 
-/// `@gateway.authz()`: the `authorizer` variable itself.
-pub(super) fn root() -> ResolveResult {
-    Ok(Value::Opaque(Arc::new(Authz::Root(Subject::Requester))))
-}
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 
-/// `@gateway.authz(target, 'method', args…)`: one step of a chain.
-pub(super) fn step(ftx: &FunctionContext<'_, '_>) -> ResolveResult {
-    let target = Value::resolve(&ftx.args[0], ftx.ptx)?;
-    let method = match &ftx.args.get(1).map(|a| &a.expr) {
-        Some(Expr::Literal(LiteralValue::String(s))) => s.inner().to_owned(),
-        _ => return Err(ftx.error("authorizer: malformed call")),
-    };
-    let mut args = Vec::new();
-    for arg in &ftx.args[2..] {
-        match Value::resolve(arg, ftx.ptx)? {
-            Value::String(s) => args.push(s.to_string()),
-            other => {
-                return Err(ExecutionError::function_error(
-                    &method,
-                    format!("no such overload: {method} takes strings, got {}", other.type_of()),
-                ))
+    fn field(&self, name: &str) -> Option<Value> {
+        match (self, name) {
+            (Self::Root(subject), "requestResource") => {
+                let resource =
+                    SCOPE.with(|s| s.borrow().as_ref().map(|scope| scope.request_resource.clone()));
+                Some(match resource {
+                    Some(resource) => Value::object(Authz::Resource(subject.clone(), resource)),
+                    None => Value::object(Authz::Unavailable),
+                })
             }
+            _ => None,
         }
     }
-    let Value::Opaque(opaque) = &target else {
-        return Err(ExecutionError::function_error(
-            &method,
-            format!("no such overload: {}.{method}", target.type_of()),
-        ));
+}
+
+/// The value of `authorizer`: usable, or failing at every use.
+pub(super) fn value(usable: bool) -> Value {
+    Value::object(if usable { Authz::Root(Subject::Requester) } else { Authz::Unavailable })
+}
+
+/// Registers the library's methods.
+pub(super) fn register(registry: &mut Registry) {
+    const ONE: Cost = Cost::Fixed(1);
+    registry.method("path", 1, path, ONE);
+    registry.method("group", 1, group, ONE);
+    registry.method("resource", 1, resource, ONE);
+    registry.method("subresource", 1, subresource, ONE);
+    registry.method("namespace", 1, namespace, ONE);
+    registry.method("name", 1, name, ONE);
+    registry.method("fieldSelector", 1, field_selector, ONE);
+    registry.method("labelSelector", 1, label_selector, ONE);
+    registry.method("serviceAccount", 2, service_account, ONE);
+    registry.method("check", 1, check, Cost::Fixed(350_000));
+    registry.method("allowed", 0, allowed, ONE);
+    registry.method("reason", 0, reason, ONE);
+    registry.method("errored", 0, errored, ONE);
+    registry.method("error", 0, error, ONE);
+}
+
+macro_rules! methods {
+    ($($function:ident => $method:literal),* $(,)?) => {
+        $(fn $function(_: &mut Ctx<'_>, args: &[Value]) -> cel_engine::Result<Value> {
+            step($method, args)
+        })*
     };
-    let Some(authz) = opaque.downcast_ref::<Authz>() else {
-        return Err(ExecutionError::function_error(&method, "no such overload"));
-    };
-    next(authz, &method, &args).map(|value| match value {
-        Next::Authz(authz) => Value::Opaque(Arc::new(authz)),
+}
+
+methods! {
+    path => "path", group => "group", resource => "resource", subresource => "subresource",
+    namespace => "namespace", name => "name", field_selector => "fieldSelector",
+    label_selector => "labelSelector", service_account => "serviceAccount", check => "check",
+    allowed => "allowed", reason => "reason", errored => "errored", error => "error",
+}
+
+/// One step of a chain: `args[0]` the receiver, the rest strings.
+fn step(method: &str, args: &[Value]) -> cel_engine::Result<Value> {
+    let Some(Value::Object(target)) = args.first() else { return Err(Error::no_match()) };
+    let Some(authz) = target.as_any().downcast_ref::<Authz>() else { return Err(Error::no_match()) };
+    let mut strings = Vec::with_capacity(args.len() - 1);
+    for arg in &args[1..] {
+        match arg {
+            Value::String(s) => strings.push(s.to_string()),
+            _ => return Err(Error::no_such_overload()),
+        }
+    }
+    next(authz, method, &strings).map(|value| match value {
+        Next::Authz(authz) => Value::object(authz),
         Next::Value(value) => value,
     })
 }
@@ -169,16 +198,16 @@ enum Next {
     Value(Value),
 }
 
-fn next(authz: &Authz, method: &str, args: &[String]) -> Result<Next, ExecutionError> {
+fn next(authz: &Authz, method: &str, args: &[String]) -> cel_engine::Result<Next> {
+    if *authz == Authz::Unavailable {
+        return Err(unavailable());
+    }
     let overload = || {
-        ExecutionError::function_error(
-            method,
-            format!(
-                "no such overload: {}.{method} with {} argument(s)",
-                authz.runtime_type_name(),
-                args.len()
-            ),
-        )
+        Error::new(format!(
+            "no such overload: {}.{method} with {} argument(s)",
+            authz.type_name(),
+            args.len()
+        ))
     };
     let one = || match args {
         [one] => Ok(one.clone()),
@@ -188,10 +217,10 @@ fn next(authz: &Authz, method: &str, args: &[String]) -> Result<Next, ExecutionE
         (Authz::Root(_), "serviceAccount") => match args {
             [namespace, name] => {
                 if !is_dns_subdomain(name) {
-                    return Err(ExecutionError::function_error(method, "Invalid service account name"));
+                    return Err(Error::new("Invalid service account name"));
                 }
                 if !is_dns_label(namespace) {
-                    return Err(ExecutionError::function_error(method, "Invalid service account namespace"));
+                    return Err(Error::new("Invalid service account namespace"));
                 }
                 Authz::Root(Subject::ServiceAccount { namespace: namespace.clone(), name: name.clone() })
             }
@@ -200,19 +229,15 @@ fn next(authz: &Authz, method: &str, args: &[String]) -> Result<Next, ExecutionE
         (Authz::Root(subject), "path") => {
             let path = one()?;
             if path.trim().is_empty() {
-                return Err(ExecutionError::function_error(method, "path must not be empty"));
+                return Err(Error::new("path must not be empty"));
             }
             Authz::Path(subject.clone(), path)
         }
         (Authz::Root(subject), "group") => Authz::Group(subject.clone(), one()?),
-        (Authz::Root(subject), "requestResource") if args.is_empty() => {
-            let resource = SCOPE.with(|s| s.borrow().as_ref().map(|scope| scope.request_resource.clone()));
-            Authz::Resource(subject.clone(), resource.ok_or_else(unavailable)?)
-        }
         (Authz::Group(subject, group), "resource") => {
             let resource = one()?;
             if resource.trim().is_empty() {
-                return Err(ExecutionError::function_error(method, "resource must not be empty"));
+                return Err(Error::new("resource must not be empty"));
             }
             Authz::Resource(
                 subject.clone(),
@@ -245,9 +270,9 @@ fn next(authz: &Authz, method: &str, args: &[String]) -> Result<Next, ExecutionE
         (Authz::Decision(decision), _) if args.is_empty() => {
             return Ok(Next::Value(match method {
                 "allowed" => Value::Bool(decision.allowed),
-                "reason" => Value::String(Arc::new(decision.reason.clone())),
+                "reason" => Value::string(decision.reason.as_str()),
                 "errored" => Value::Bool(decision.error.is_some()),
-                "error" => Value::String(Arc::new(decision.error.clone().unwrap_or_default())),
+                "error" => Value::string(decision.error.clone().unwrap_or_default()),
                 _ => return Err(overload()),
             }))
         }
@@ -255,10 +280,9 @@ fn next(authz: &Authz, method: &str, args: &[String]) -> Result<Next, ExecutionE
     };
     Ok(Next::Authz(next))
 }
-
 /// Asks the evaluation's authorizer (its cost is the API server's, charged by the rewrite; the
 /// time it takes counts against the review's deadline like any other).
-fn decide(check: Check) -> Result<Authz, ExecutionError> {
+fn decide(check: Check) -> cel_engine::Result<Authz> {
     let authorizer = SCOPE.with(|s| s.borrow().as_ref().map(|scope| scope.authorizer.clone()));
     let authorizer = authorizer.ok_or_else(unavailable)?;
     let decision = authorizer.authorize(&check);
@@ -280,9 +304,8 @@ fn is_dns_subdomain(value: &str) -> bool {
     value.len() <= 253 && value.split('.').all(is_dns_label)
 }
 
-fn unavailable() -> ExecutionError {
-    ExecutionError::function_error(
-        names::AUTHORIZER,
+fn unavailable() -> Error {
+    Error::new(
         "authorizer is not available: admission-gateway has no cluster to send SubjectAccessReviews to (run it with --kube)",
     )
 }

@@ -3,32 +3,25 @@
 //! with its own budget (plugin/cel/activation.go, `ForInput`; policy/validating/validator.go).
 //!
 //! `variables.x` is evaluated on first reference and memoized until the next phase, as the
-//! API server's lazy composition does (plugin/cel/composition.go); an error of a variable
-//! surfaces only in the expressions that reference it.
+//! API server's lazy composition does (plugin/cel/composition.go): with a cost limit of its
+//! own, its cost charged to the phase's budget after the expression that first read it (not
+//! to that expression's own limit); an error of a variable surfaces only in the expressions
+//! that reference it.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use kube_cel::cel;
+use cel_engine::{Error, Host, Meter, Value};
 
-use cel::common::types::CelNull;
-use cel::common::value::Val;
-use cel::objects::Value;
-use cel::{Context, ExecutionError, FunctionContext, ResolveResult};
-
+use super::check::AUTHORIZER_SLOT;
 use super::convert::CelValue;
-use super::names;
-use super::runtime::{
-    describe, literal_str, meter, type_name, Exhausted, Meter, DEADLINE_PASSED, EXPRESSION_BUDGET, METER,
-    ROOT, WEBHOOK_BUDGET,
-};
+use super::runtime::{run, Ran, BUDGET_SPENT, DEADLINE_PASSED};
 use super::Program;
 
 /// The values of one evaluation's variables; `None` is CEL's `null`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Activation {
     pub(crate) object: Option<CelValue>,
     pub(crate) old_object: Option<CelValue>,
@@ -49,9 +42,9 @@ pub(crate) struct Declared {
 /// The budgets of one phase.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PhaseLimits {
-    /// `PerCallLimit`, in steps.
+    /// `PerCallLimit`, in cel-go's cost units.
     pub(crate) per_expression: u64,
-    /// The phase's budget, in steps.
+    /// The phase's budget, in cel-go's cost units.
     pub(crate) per_phase: u64,
 }
 
@@ -68,160 +61,149 @@ pub(crate) enum Evaluated {
 /// Why an expression has no value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Failure {
-    /// An error of this expression: cel-go's text (`no such key: x`, the per-call budget).
+    /// An error of this expression: cel-go's text (`no such key: x`, the per-call limit).
     Expression(String),
     /// The phase is over (its budget or the deadline): the whole phase fails with this text.
     Phase(String),
 }
 
-/// Variables memoized within a phase, on the evaluating thread.
-struct Table {
-    declared: Vec<Declared>,
-    memo: HashMap<String, Result<Value, String>>,
-}
-
-thread_local! {
-    static TABLE: RefCell<Option<Table>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with `activation` lent to a session (and given back) and `declared` as the
-/// policy's variables.
+/// Runs `f` with a session over `activation` and `declared` as the policy's variables.
 pub(crate) fn with_session<T>(
     activation: &mut Activation,
     declared: &[Declared],
     f: impl FnOnce(&mut Session<'_>) -> T,
 ) -> T {
-    ROOT.with(|root| {
-        let slots: [(&str, &mut Option<CelValue>); 5] = [
-            ("object", &mut activation.object),
-            ("oldObject", &mut activation.old_object),
-            ("request", &mut activation.request),
-            ("namespaceObject", &mut activation.namespace_object),
-            ("params", &mut activation.params),
-        ];
-        let mut lent = Vec::new();
-        let mut bound: BTreeMap<String, Box<dyn Val>> = BTreeMap::new();
-        let mut slots = slots;
-        for (name, slot) in &mut slots {
-            let value: Box<dyn Val> = match slot.take() {
-                Some(value) => {
-                    lent.push(*name);
-                    value.0
-                }
-                None => Box::new(CelNull),
-            };
-            bound.insert((*name).to_owned(), value);
-        }
-        TABLE.with(|t| *t.borrow_mut() = Some(Table { declared: declared.to_vec(), memo: HashMap::new() }));
-        let ctx = Context::Child { parent: root, variables: bound, resolver: None };
-        let mut session = Session { ctx: &ctx, deadline: activation.deadline };
-        let out = f(&mut session);
-        TABLE.with(|t| *t.borrow_mut() = None);
-        METER.set(None);
-        if let Context::Child { variables: mut bound, .. } = ctx {
-            for (name, slot) in &mut slots {
-                if lent.contains(name) {
-                    **slot = bound.remove(*name).map(CelValue);
-                }
-            }
-        }
-        out
-    })
+    let value = |v: &Option<CelValue>| v.as_ref().map_or(Value::Null, |v| v.0.clone());
+    // In `check::POLICY` order.
+    let values = vec![
+        value(&activation.object),
+        value(&activation.old_object),
+        value(&activation.request),
+        value(&activation.namespace_object),
+        super::authorizer::value(true),
+        value(&activation.params),
+    ];
+    let mut session = Session {
+        values,
+        declared,
+        memo: RefCell::new(HashMap::new()),
+        composition: Cell::new(0),
+        limits: PhaseLimits { per_expression: 1_000_000, per_phase: 10_000_000 },
+        remaining: 10_000_000,
+        deadline: activation.deadline,
+    };
+    f(&mut session)
 }
 
 /// An activation in which phases run.
-pub(crate) struct Session<'c> {
-    ctx: &'c Context<'c>,
+pub(crate) struct Session<'d> {
+    values: Vec<Value>,
+    declared: &'d [Declared],
+    /// Variables evaluated in this phase, by name.
+    memo: RefCell<HashMap<String, Result<Value, String>>>,
+    /// The cost of the variables evaluated since the last expression ended.
+    composition: Cell<u64>,
+    limits: PhaseLimits,
+    /// What is left of the phase's budget.
+    remaining: u64,
     deadline: Option<Instant>,
+}
+
+/// One expression's view of the session: its own lazy variables' names, and whether its
+/// `authorizer` fails at every use.
+struct Scope<'s, 'd> {
+    session: &'s Session<'d>,
+    program: &'s Program,
 }
 
 impl Session<'_> {
     /// Starts a phase: a fresh budget, variables evaluated afresh.
     pub(crate) fn begin_phase(&mut self, limits: PhaseLimits) {
         self.forget_variables();
-        METER.set(Some(Meter {
-            expression_left: limits.per_expression,
-            webhook_left: limits.per_phase,
-            deadline: self.deadline,
-            exhausted: None,
-        }));
-        PER_EXPRESSION.set(limits.per_expression);
+        self.limits = limits;
+        self.remaining = limits.per_phase;
     }
 
     /// Variables are evaluated afresh from here on, on the same budget (the API server's
     /// messageExpressions get a new activation and the validations' remaining budget).
     pub(crate) fn forget_variables(&mut self) {
-        TABLE.with(|t| {
-            if let Some(table) = t.borrow_mut().as_mut() {
-                table.memo.clear();
-            }
-        });
+        self.memo.borrow_mut().clear();
     }
 
     /// Evaluates one expression of the current phase.
-    pub(crate) fn eval(&self, program: &Program) -> Result<Evaluated, Failure> {
-        let per_expression = PER_EXPRESSION.get();
-        meter(|m| {
-            m.expression_left = per_expression;
-            if m.exhausted == Some(Exhausted::Expression) {
-                m.exhausted = None;
-            }
-        });
-        let result = catch_unwind(AssertUnwindSafe(|| Value::resolve(&program.expr, self.ctx)));
-        match (meter(|m| m.exhausted), result) {
-            (Some(Exhausted::Webhook), _) => Err(Failure::Phase(WEBHOOK_BUDGET.to_owned())),
-            (Some(Exhausted::Deadline), _) => {
+    pub(crate) fn eval(&mut self, program: &Program) -> Result<Evaluated, Failure> {
+        let mut meter = self.meter();
+        let scope = Scope { session: self, program };
+        let ran = run(program, &scope, &cel_engine::NoHost, &mut meter);
+        let composition = self.composition.replace(0);
+        if composition > self.remaining {
+            return Err(Failure::Phase(BUDGET_SPENT.to_owned()));
+        }
+        self.remaining -= composition;
+        if meter.cost > self.remaining {
+            return Err(Failure::Phase(BUDGET_SPENT.to_owned()));
+        }
+        self.remaining -= meter.cost;
+        match ran {
+            Ran::Cancelled => {
                 Err(Failure::Phase(format!("{DEADLINE_PASSED}, no further validation rules will be run")))
             }
-            (Some(Exhausted::Expression), _) => Err(Failure::Expression(EXPRESSION_BUDGET.to_owned())),
-            (None, Ok(Ok(value))) => Ok(match value {
+            Ran::Error(error) => Err(Failure::Expression(error)),
+            Ran::Value(value) => Ok(match value {
                 Value::Bool(b) => Evaluated::Bool(b),
                 Value::String(s) => Evaluated::String(s.to_string()),
                 Value::Null => Evaluated::Null,
-                other => Evaluated::Other(type_name(&other)),
+                other => Evaluated::Other(other.type_name()),
             }),
-            (None, Ok(Err(error))) => Err(Failure::Expression(describe(&error))),
-            (None, Err(_)) => Err(Failure::Expression("internal error: the CEL library panicked".to_owned())),
         }
+    }
+
+    fn meter(&self) -> Meter {
+        Meter::new(cel_engine::Limits { cost: self.limits.per_expression, deadline: self.deadline })
+    }
+
+    /// `variables.<name>`: memoized, else evaluated now on a meter of its own.
+    fn variable(&self, name: &str) -> cel_engine::Result<Value> {
+        if let Some(memo) = self.memo.borrow().get(name) {
+            return memo.clone().map_err(Error::new);
+        }
+        let Some(declared) = self.declared.iter().rev().find(|d| d.name == name) else {
+            return Err(Error::new(format!(
+                "composited variable \"{name}\" fails to evaluate: not declared"
+            )));
+        };
+        let program = match &declared.program {
+            Ok(program) => Arc::clone(program),
+            Err(compile) => {
+                return Err(Error::new(format!("composited variable \"{name}\" fails to compile: {compile}")))
+            }
+        };
+        let mut meter = self.meter();
+        let scope = Scope { session: self, program: &program };
+        let ran = run(&program, &scope, &cel_engine::NoHost, &mut meter);
+        self.composition.set(self.composition.get().saturating_add(meter.cost));
+        let result = match ran {
+            Ran::Cancelled => return Err(Error::cancelled()),
+            Ran::Value(value) => Ok(value),
+            Ran::Error(error) => Err(format!("composited variable \"{name}\" fails to evaluate: {error}")),
+        };
+        self.memo.borrow_mut().insert(name.to_owned(), result.clone());
+        result.map_err(Error::new)
     }
 }
 
-thread_local! {
-    static PER_EXPRESSION: std::cell::Cell<u64> = const { std::cell::Cell::new(1_000_000) };
-}
-
-/// `@gateway.variable('name')`: the variable's value, evaluated on first reference in the
-/// phase.
-pub(super) fn variable(ftx: &FunctionContext<'_, '_>) -> ResolveResult {
-    let name = literal_str(&ftx.args[0])?.to_owned();
-    let fail = |message: String| ExecutionError::function_error(names::VARIABLE, message);
-    let known = TABLE.with(|t| {
-        let table = t.borrow();
-        let table = table.as_ref()?;
-        if let Some(memo) = table.memo.get(&name) {
-            return Some(Ok(memo.clone()));
+impl cel_engine::Activation for Scope<'_, '_> {
+    fn var(&self, index: usize) -> Value {
+        if index == AUTHORIZER_SLOT && self.program.authorizer_fails {
+            return super::authorizer::value(false);
         }
-        table.declared.iter().rev().find(|d| d.name == name).map(|d| Err(d.program.clone()))
-    });
-    let program = match known {
-        None => return Err(fail(format!("composited variable \"{name}\" fails to evaluate: not declared"))),
-        Some(Ok(memo)) => return memo.map_err(fail),
-        Some(Err(Err(compile))) => {
-            return Err(fail(format!("composited variable \"{name}\" fails to compile: {compile}")))
-        }
-        Some(Err(Ok(program))) => program,
-    };
-    let result = Value::resolve(&program.expr, ftx.ptx);
-    if meter(|m| m.exhausted).is_some() {
-        // The phase or this expression is over budget: not memoized, the caller reports it.
-        return result;
+        self.session.values.get(index).cloned().unwrap_or(Value::Null)
     }
-    let result =
-        result.map_err(|e| format!("composited variable \"{name}\" fails to evaluate: {}", describe(&e)));
-    TABLE.with(|t| {
-        if let Some(table) = t.borrow_mut().as_mut() {
-            table.memo.insert(name, result.clone());
+
+    fn lazy(&self, index: usize, _meter: &mut Meter, _host: &dyn Host) -> cel_engine::Result<Value> {
+        match self.program.lazy.get(index) {
+            Some(name) => self.session.variable(name),
+            None => Err(Error::new("no such variable")),
         }
-    });
-    result.map_err(fail)
+    }
 }

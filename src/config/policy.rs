@@ -219,6 +219,45 @@ pub(crate) struct Param {
     pub(crate) name: String,
     pub(crate) labels: BTreeMap<String, String>,
     pub(crate) value: Arc<Value>,
+    /// The object as CEL sees it, converted on first use and shared by every review of this
+    /// configuration (a reload converts afresh).
+    pub(crate) converted: Arc<OnceLock<cel::CelValue>>,
+}
+
+/// A parameter object with `apiVersion` and `kind` filled in when it lacks them, as the API
+/// server's informers hand them to the plugin.
+pub(crate) fn with_kind(value: Arc<Value>, api_version: &str, kind: &str) -> Arc<Value> {
+    if value.get("kind").is_some() && value.get("apiVersion").is_some() {
+        return value;
+    }
+    let mut owned = (*value).clone();
+    if let Value::Object(fields) = &mut owned {
+        fields.entry("apiVersion").or_insert_with(|| serde_json::json!(api_version));
+        fields.entry("kind").or_insert_with(|| serde_json::json!(kind));
+    }
+    Arc::new(owned)
+}
+
+impl Param {
+    pub(crate) fn new(
+        namespace: String,
+        name: String,
+        labels: BTreeMap<String, String>,
+        value: Arc<Value>,
+    ) -> Param {
+        Param { namespace, name, labels, value, converted: Arc::default() }
+    }
+
+    /// `params` for CEL: the object with `apiVersion` and `kind` filled in when it lacks them,
+    /// converted once.
+    pub(crate) fn cel(&self, api_version: &str, kind: &str) -> cel::CelValue {
+        self.converted
+            .get_or_init(|| {
+                let value = with_kind(Arc::clone(&self.value), api_version, kind);
+                cel::json_value(Some(&value))
+            })
+            .clone()
+    }
 }
 
 impl Policies {
@@ -273,12 +312,12 @@ impl Policies {
                 .and_then(|m| m.get("labels"))
                 .and_then(|l| serde_json::from_value(l.clone()).ok())
                 .unwrap_or_default();
-            params.entry(key).or_default().push(Param {
-                namespace: text("namespace"),
-                name: text("name"),
+            params.entry(key).or_default().push(Param::new(
+                text("namespace"),
+                text("name"),
                 labels,
-                value: Arc::new(found.value.clone()),
-            });
+                Arc::new(found.value.clone()),
+            ));
         }
         for list in params.values_mut() {
             list.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));

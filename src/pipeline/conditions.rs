@@ -70,7 +70,7 @@ pub(crate) async fn evaluate(
         (true, Some(cluster)) => Some(state.authorizer.get_or_insert_with(|| scope(cluster, review)).clone()),
         _ => None,
     };
-    let outcome = off_thread(hook, scope, &mut state.variables, deadline).await;
+    let outcome = off_thread(hook, scope, &state.variables, deadline).await;
     record(hook, review, phase, &outcome, started.elapsed());
     match outcome {
         Outcome::Match => Ok(None),
@@ -144,7 +144,7 @@ pub(crate) fn slots() -> &'static tokio::sync::Semaphore {
 async fn off_thread(
     hook: &Hook,
     scope: Option<authorizer::Scope>,
-    variables: &mut Variables,
+    variables: &Variables,
     deadline: Option<tokio::time::Instant>,
 ) -> Outcome {
     let permit = match deadline {
@@ -158,20 +158,16 @@ async fn off_thread(
         };
     };
     let owned = hook.match_conditions.clone();
-    let mut lent = std::mem::take(variables);
+    // Shared, not copied: the converted values are reference counted.
+    let shared = variables.clone();
     let deadline = deadline.map(tokio::time::Instant::into_std);
     let evaluated = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        let outcome =
-            authorizer::with_scope(scope, || cel::evaluate(&conditions_of(&owned), &mut lent, deadline));
-        (outcome, lent)
+        authorizer::with_scope(scope, || cel::evaluate(&conditions_of(&owned), &shared, deadline))
     })
     .await;
     match evaluated {
-        Ok((outcome, lent)) => {
-            *variables = lent;
-            outcome
-        }
+        Ok(outcome) => outcome,
         Err(_) => Outcome::Error {
             message: "internal error: the evaluation of the match conditions did not finish".to_owned(),
             conditions: Vec::new(),
@@ -286,10 +282,10 @@ mod tests {
             authorizer: checks.clone(),
             request_resource: authorizer::ResourceTarget::default(),
         };
-        let mut variables =
+        let variables =
             Variables { request: Some(request_value(&json!({"name": "web"}))), ..Variables::default() };
 
-        let outcome = off_thread(&snapshot.validating[0], Some(scope), &mut variables, None).await;
+        let outcome = off_thread(&snapshot.validating[0], Some(scope), &variables, None).await;
         assert_eq!(outcome, Outcome::Match);
         assert_eq!(checks.0.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert!(variables.request.is_some(), "the variables are lent back");

@@ -452,7 +452,7 @@ fn evaluate_policy(
         ));
         state.prepare(attributes);
         for param in params {
-            state.activation.params = param.as_deref().map(|p| json_value(Some(p)));
+            state.activation.params = param;
             let decisions = evaluate_binding(policy, binding, &mut state.activation, result);
             if let Some(decisions) = decisions {
                 apply(policy, binding, decisions, review, result);

@@ -26,7 +26,10 @@ fn bench(c: &mut Criterion) {
     let cases = [
         ("labels-all", "object.metadata.labels.all(k, object.metadata.labels[k] != '')"),
         ("labels-startswith", "object.metadata.labels.all(k, object.metadata.labels[k].startsWith('v'))"),
-        ("labels-map-filter", "object.metadata.labels.map(k, object.metadata.labels[k]).filter(v, v.size() > 1).size() >= 0"),
+        (
+            "labels-map-filter",
+            "object.metadata.labels.map(k, object.metadata.labels[k]).filter(v, v.size() > 1).size() >= 0",
+        ),
     ];
     for (name, source) in cases {
         let program = compile(source, &declarations, &registry).expect("compiles");

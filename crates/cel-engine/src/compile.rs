@@ -374,7 +374,8 @@ impl Compiler<'_> {
 }
 
 /// cel-go's type conversion functions (`overloads.IsTypeConversionFunction`).
-const CONVERSIONS: &[&str] = &["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"];
+const CONVERSIONS: &[&str] =
+    &["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"];
 
 /// A conversion of a constant, made once when the program is built (cel-go's `OptOptimize`,
 /// `maybeOptimizeConstUnary`): one that cannot work refuses the program, as the API server

@@ -505,7 +505,9 @@ impl Frame<'_> {
         }
         let mut accu = init;
         let items: Box<dyn Iterator<Item = (Value, Value)>> = match &range {
-            Value::List(list) => Box::new(list.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), v.clone()))),
+            Value::List(list) => {
+                Box::new(list.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), v.clone())))
+            }
             Value::Map(map) => Box::new(map.iter().map(|(k, v)| (k.to_value(), v.clone()))),
             _ => return Err(Error::new(format!("got '{}', expected iterable type", range.type_name()))),
         };

@@ -22,11 +22,17 @@ pub(super) fn compile_policy(
     }
     let has_params = spec.param_kind.is_some();
     let variable_names: Vec<String> = spec.variables.iter().map(|v| v.name.clone()).collect();
-    let env = |variables: Option<Vec<String>>, authorizer: Authz, result: Returns| Env {
+    // Each variable's checked type, as the expressions after it see `variables.<name>`.
+    let mut variable_types: Vec<Option<cel::CheckedType>> = Vec::new();
+    let env = |variables: Option<Vec<String>>,
+               types: &[Option<cel::CheckedType>],
+               authorizer: Authz,
+               result: Returns| Env {
         params: has_params,
         variables,
         authorizer,
         result,
+        variable_types: types.to_vec(),
     };
     // `text` as upstream compiles and quotes it: trimmed for matchConditions and audit
     // annotations, as written for the others.
@@ -44,7 +50,7 @@ pub(super) fn compile_policy(
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let env = env(None, Authz::Declared, Returns::Bool);
+            let env = env(None, &[], Authz::Declared, Returns::Bool);
             compile(
                 format!("spec.matchConditions[{i}].expression"),
                 &c.name,
@@ -54,17 +60,14 @@ pub(super) fn compile_policy(
             )
         })
         .collect();
-    let variables = spec
-        .variables
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let env = env(Some(variable_names[..i].to_vec()), Authz::Declared, Returns::Any);
-            let compiled =
-                compile(format!("spec.variables[{i}].expression"), &v.name, &v.expression, env, &mut report);
-            Declared { name: v.name.clone(), program: compiled.program }
-        })
-        .collect();
+    let mut variables = Vec::with_capacity(spec.variables.len());
+    for (i, v) in spec.variables.iter().enumerate() {
+        let env = env(Some(variable_names[..i].to_vec()), &variable_types, Authz::Declared, Returns::Any);
+        let compiled =
+            compile(format!("spec.variables[{i}].expression"), &v.name, &v.expression, env, &mut report);
+        variable_types.push(compiled.program.as_ref().ok().map(|p| p.output.clone()));
+        variables.push(Declared { name: v.name.clone(), program: compiled.program });
+    }
     let validations = spec
         .validations
         .iter()
@@ -75,7 +78,7 @@ pub(super) fn compile_policy(
                 format!("spec.validations[{i}].expression"),
                 "",
                 &v.expression,
-                env(all.clone(), Authz::Declared, Returns::Bool),
+                env(all.clone(), &variable_types, Authz::Declared, Returns::Bool),
                 &mut report,
             );
             let message_expression =
@@ -84,7 +87,7 @@ pub(super) fn compile_policy(
                         format!("spec.validations[{i}].messageExpression"),
                         "",
                         m,
-                        env(all.clone(), Authz::Undeclared, Returns::String),
+                        env(all.clone(), &variable_types, Authz::Undeclared, Returns::String),
                         &mut report,
                     )
                 });
@@ -112,7 +115,12 @@ pub(super) fn compile_policy(
                     format!("spec.auditAnnotations[{i}].valueExpression"),
                     "",
                     &a.value_expression,
-                    env(Some(variable_names.clone()), Authz::FailsAtRuntime, Returns::StringOrNull),
+                    env(
+                        Some(variable_names.clone()),
+                        &variable_types,
+                        Authz::FailsAtRuntime,
+                        Returns::StringOrNull,
+                    ),
                     &mut report,
                 )
             };

@@ -4,19 +4,22 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::Lookups;
+use crate::cel::CelValue;
 use crate::config::policy::{Binding, Param, Policy};
 use crate::review::decode::IncomingReview;
 
-/// The params of one binding: `[None]` for one evaluation without params.
+/// The params of one binding as CEL sees them: `[None]` for one evaluation without params.
+/// Those of the configuration were converted once for every review (`Param::cel`); those the
+/// API server serves are converted here.
 pub(super) fn of(
     policy: &Policy,
     binding: &Binding,
     review: &IncomingReview,
     lookups: &dyn Lookups,
-) -> Result<Vec<Option<Arc<Value>>>, String> {
+) -> Result<Vec<Option<CelValue>>, String> {
     let (Some(kind), Some(param_ref)) = (&policy.param_kind, &binding.param_ref) else {
         return Ok(vec![None]);
     };
@@ -56,32 +59,19 @@ pub(super) fn of(
             .cloned()
             .collect(),
     };
-    let found: Vec<Option<Arc<Value>>> = candidates
+    let found: Vec<Option<CelValue>> = candidates
         .into_iter()
         .filter(|p| match (&param_ref.name, &param_ref.selector) {
             (Some(name), _) => &p.name == name,
             (None, Some(selector)) => selector.matches(&p.labels),
             (None, None) => false,
         })
-        .map(|p| Some(with_kind(p.value, &kind.api_version, &kind.kind)))
+        .map(|p| Some(p.cel(&kind.api_version, &kind.kind)))
         .collect();
     if found.is_empty() && param_ref.deny_when_not_found {
         return Err("no params found for policy binding with `Deny` parameterNotFoundAction".to_owned());
     }
     Ok(found)
-}
-
-/// `apiVersion` and `kind` filled in when the object lacks them.
-fn with_kind(value: Arc<Value>, api_version: &str, kind: &str) -> Arc<Value> {
-    if value.get("kind").is_some() && value.get("apiVersion").is_some() {
-        return value;
-    }
-    let mut owned = (*value).clone();
-    if let Value::Object(fields) = &mut owned {
-        fields.entry("apiVersion").or_insert_with(|| json!(api_version));
-        fields.entry("kind").or_insert_with(|| json!(kind));
-    }
-    Arc::new(owned)
 }
 
 fn param_of(value: Arc<Value>) -> Param {
@@ -92,7 +82,7 @@ fn param_of(value: Arc<Value>) -> Param {
         .and_then(|m| m.get("labels"))
         .and_then(|l| serde_json::from_value(l.clone()).ok())
         .unwrap_or_default();
-    Param { namespace: text("namespace"), name: text("name"), labels, value }
+    Param::new(text("namespace"), text("name"), labels, value)
 }
 
 /// The param kind's scope, without discovery: the core kinds the gateway knows, else the

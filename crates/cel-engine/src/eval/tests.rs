@@ -143,7 +143,8 @@ fn sharing_makes_naming_a_large_value_in_a_loop_linear() {
     let labels: serde_json::Map<String, serde_json::Value> =
         (0..20_000).map(|i| (format!("k{i}"), serde_json::Value::Bool(true))).collect();
     let object = serde_json::json!({"labels": labels});
-    let (result, cost) = run_with("object.labels.all(k, object.labels[k] && has(object.labels.k0))", object, u64::MAX);
+    let (result, cost) =
+        run_with("object.labels.all(k, object.labels[k] && has(object.labels.k0))", object, u64::MAX);
     assert_eq!(result.unwrap(), Value::Bool(true));
     assert!(cost < 20_000 * 16, "{cost}");
 }
@@ -156,7 +157,9 @@ fn a_passed_deadline_cancels_a_comprehension() {
     assert_eq!(program.evaluate(&Vec::new(), &NoHost, &mut meter).unwrap(), Value::Bool(true));
     let labels: serde_json::Map<String, serde_json::Value> =
         (0..1000).map(|i| (format!("k{i}"), serde_json::Value::Bool(true))).collect();
-    let program = compile("object.all(k, object[k])", &Declarations::with_variables(&["object"]), &Registry::new()).unwrap();
+    let program =
+        compile("object.all(k, object[k])", &Declarations::with_variables(&["object"]), &Registry::new())
+            .unwrap();
     let mut meter = Meter::new(Limits { cost: u64::MAX, deadline: Some(Instant::now()) });
     let result = program.evaluate(&vec![from_json(&serde_json::Value::Object(labels))], &NoHost, &mut meter);
     assert_eq!(result.unwrap_err().kind, ErrorKind::Cancelled);
@@ -164,8 +167,13 @@ fn a_passed_deadline_cancels_a_comprehension() {
 
 #[test]
 fn compile_errors_name_what_is_missing() {
-    let refused = |source: &str| compile(source, &Declarations::with_variables(&["object"]), &Registry::new()).unwrap_err();
+    let refused = |source: &str| {
+        compile(source, &Declarations::with_variables(&["object"]), &Registry::new()).unwrap_err()
+    };
     assert_eq!(refused("missing"), "undeclared reference to 'missing' (in container '')");
     assert_eq!(refused("object.f(1)"), "undeclared reference to 'f' (in container '')");
-    assert_eq!(refused("object.all(k, k, true)"), "all() second variable must be different from the first variable");
+    assert_eq!(
+        refused("object.all(k, k, true)"),
+        "all() second variable must be different from the first variable"
+    );
 }

@@ -43,11 +43,14 @@ const GENERATED: usize = 600;
 const SEED: u64 = 0x05ee_d0f0_ac1e;
 
 /// Floors for the generated cases' agreement, in per mille of the cases the deadline did not
-/// cut. Measured on 2026-11-28 with the engine at fcda634 against k8s.io/apiserver 0.36.4 (600
-/// cases, the seed above): 806‰ decisions (484), 731‰ messages (439); the floors are a few cases
-/// below. Raise them as the engine is fixed.
-const FLOOR_DECISIONS_PER_MILLE: usize = 800;
-const FLOOR_MESSAGES_PER_MILLE: usize = 725;
+/// cut. Measured on 2026-11-28 against k8s.io/apiserver 0.36.4 (600 cases, the seed above): with
+/// the `cel` crate (fcda634) 806‰ decisions, 731‰ messages; on the workspace's engine
+/// (crates/cel-engine) 1000‰ decisions (600), 996‰ messages (598: the two others are audit
+/// values built by iterating a map, whose order is Go's random map order upstream and the
+/// object's own here, docs/differences.md). Every decision must agree; the message floor leaves
+/// room for that nondeterminism only.
+const FLOOR_DECISIONS_PER_MILLE: usize = 1000;
+const FLOOR_MESSAGES_PER_MILLE: usize = 990;
 
 // ---------------------------------------------------------------------------------------------
 // Cases and outcomes

@@ -228,6 +228,21 @@ pub fn label_selector(selector: &[u8], labels: &[u8]) -> Option<bool> {
     Some(compiled.matches(&labels))
 }
 
+/// A CEL expression and a JSON object: compiled as a webhook's matchCondition (checked, built)
+/// and, when it compiles, evaluated with the object as `object` under the API server's budgets.
+/// Never panics, always ends (the cost limit bounds the work).
+pub fn cel_eval(expression: &[u8], object: &[u8]) {
+    let Ok(expression) = std::str::from_utf8(expression) else { return };
+    let Ok(program) = crate::cel::compile(expression.trim()) else { return };
+    let object: Option<serde_json::Value> = serde_json::from_slice(object).ok();
+    let conditions = [crate::cel::Condition { name: "c", expression, program: &program }];
+    let variables = crate::cel::Variables {
+        object: Some(crate::cel::json_value(object.as_ref())),
+        ..crate::cel::Variables::default()
+    };
+    let _ = crate::cel::evaluate(&conditions, &variables, None);
+}
+
 #[cfg(test)]
 mod tests {
     /// Every committed seed of the `json_patch` target (those of many operations among them:

@@ -4,7 +4,8 @@
 #   loadtest/compare.sh SCENARIO... | all  [--write-readme]
 #
 # Scenarios: mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000
-# big-object many-ops inflight-2000 overload (loadtest/README.md says what each measures). For each, the script
+# big-object many-ops inflight-2000 overload recording policy-size (loadtest/README.md says what
+# each measures). For each, the script
 # starts the mock webhook fleet (loadtest/mock_webhook.rs), nginx as a TLS keep-alive reverse
 # proxy to it, and the gateway (release build) with a fleet pointing at it, all on random
 # loopback ports; drives the same wrk load at each target, alternating targets over ROUNDS
@@ -25,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object many-ops inflight-2000 overload recording)
+ALL_SCENARIOS=(mutate-1 validate-1 mixed validate-8x20ms hung-ignore dead-ignore fleet-1000 big-object many-ops inflight-2000 overload recording policy-size)
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-2}
 C1_DURATION=${C1_DURATION:-1}
@@ -988,6 +989,84 @@ scenario_recording() {
     gateway_log_note on
     gateway_log_note slow
     result on nginx direct
+}
+
+# labelled_body N: a Pod review with N labels (policy-size).
+labelled_body() {
+    local out=$WORK/body-labels-$1.json
+    [ -f "$out" ] || python3 - "$BASE_REVIEW" "$out" "$1" << 'EOF'
+import json, sys
+source, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+review = json.load(open(source))
+review["request"]["object"]["metadata"]["labels"] = {"label-%05d" % i: "v%d" % i for i in range(n)}
+json.dump(review, open(out, "w"), separators=(",", ":"))
+EOF
+    echo "$out"
+}
+
+scenario_policy-size() {
+    local expression="object.metadata.labels.all(k, object.metadata.labels[k] != '')"
+    TITLE="a ValidatingAdmissionPolicy, $expression, over a Pod of 3,200 labels: the gateway with the policy and without it (the evaluation's CPU is the difference), against upstream's own plugin (k8s.io/apiserver 0.36.4 in process, tests/oracle) on the same review"
+    start_mock "/allow=allow"
+    start_nginx
+    mkdir -p "$WORK/policy-fleet"
+    { configuration ValidatingWebhookConfiguration loadtest
+      webhook name=allow.loadtest.example.com url="https://$MOCK/allow"; } > "$WORK/fleet.yaml"
+    cp "$WORK/fleet.yaml" "$WORK/policy-fleet/fleet.yaml"
+    cat > "$WORK/policy-fleet/policy.yaml" << EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: labels-not-empty
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"]}
+  validations:
+  - expression: "$expression"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: labels-not-empty
+spec:
+  policyName: labels-not-empty
+  validationActions: [Deny]
+EOF
+    start_gateway without "$WORK/fleet.yaml"
+    start_gateway policy "$WORK/policy-fleet"
+    local big small
+    big=$(labelled_body 3200) small=$(labelled_body 10)
+    target direct "direct (mock /allow), 3,200 labels" "https://$MOCK/allow" "$big" "" "$ALLOWED"
+    target nginx "nginx -> mock, 3,200 labels" "https://$NGINX/allow" "$big" "$NGINX_PIDS" "$ALLOWED"
+    target without "gateway, no policy, 3,200 labels" "https://${GW_ADDR[without]}/validate?timeout=10s" "$big" "${GW_PID[without]}" "$ALLOWED"
+    target policy "gateway, policy, 3,200 labels" "https://${GW_ADDR[policy]}/validate?timeout=10s" "$big" "${GW_PID[policy]}" "$ALLOWED"
+    target small "gateway, policy, 10 labels" "https://${GW_ADDR[policy]}/validate?timeout=10s" "$small" "${GW_PID[policy]}" "$ALLOWED"
+    CONNS=8
+    measure
+    print_tables
+    echo
+    # Upstream's plugin on the same review and policy, in process: its CPU per Validate call.
+    bash "$ROOT/tests/provision/provision.sh" oracle > "$WORK/logs/oracle-provision.log" 2>&1 \
+        || die "provisioning the oracle failed ($WORK/logs/oracle-provision.log)"
+    local oracle upstream_us gateway_us
+    oracle=$(cat "${ADMISSION_GATEWAY_CACHE:-$HOME/.cache/admission-gateway}/oracle-current")
+    printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n' \
+        "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["request"]["namespace"])' "$big")" > "$WORK/namespace.yaml"
+    "$oracle" --review "$big" --bench 200 "$WORK/policy-fleet/policy.yaml" "$WORK/namespace.yaml" > "$WORK/oracle.json" \
+        || die "the oracle failed on the review"
+    grep -q '"allowed": true' "$WORK/oracle.json" || die "upstream did not allow the review: $(cat "$WORK/oracle.json")"
+    upstream_us=$(python3 -c 'import json,sys; print("%.0f" % (json.load(open(sys.argv[1]))["cpuNanosPerCall"] / 1000))' "$WORK/oracle.json")
+    gateway_us=$(minus "$(get load policy front_us)" "$(get load without front_us)")
+    figure "policy evaluation CPU per review, 3,200 labels (policy − no policy)" "$gateway_us µs" "—" "(reference)"
+    figure "upstream plugin CPU per Validate, same review" "$upstream_us µs" "—" "(reference)"
+    figure "gateway / upstream CPU per evaluation" "$(ratio "$gateway_us" "$upstream_us")×" "≤ 1.0" "$(verdict "$(ratio "$gateway_us" "$upstream_us")" le 1.0)"
+    figure "small review beside it (10 labels): p99 at c=$CONNS" "$(awk -v p="$(get load small p99)" 'BEGIN { printf "%.2f ms", p / 1000 }')" "—" "(reference)"
+    local bad=$(($(get load policy other) + $(get load small other) + $(get load without other)))
+    figure "answers not 200 allowed" "$bad" "0" "$(verdict "$bad" le 0)"
+    gateway_log_note policy
+    result policy nginx direct
 }
 
 # --- main -----------------------------------------------------------------------------------

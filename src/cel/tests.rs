@@ -583,12 +583,19 @@ fn evaluation_is_bounded_by_size() {
         matches!(eval(&[("a", blowup)]), Outcome::Error { message, .. } if message.ends_with(EXPRESSION_BUDGET))
     );
     // cel-go caps lists.range itself.
-    assert!(error_of("lists.range(2000000).size() > 0").ends_with("lists.range: size 2000000 exceeds maximum allowed (1000000)"));
+    assert!(error_of("lists.range(2000000).size() > 0")
+        .ends_with("lists.range: size 2000000 exceeds maximum allowed (1000000)"));
     // A call charged far past the limit in one go: its cost is spent as cel-go's tracker
     // spends it, more than the webhook's whole budget (activation.go then stops everything).
-    for expression in ["lists.range(4000).distinct().size() > 0", "sets.contains(lists.range(4000), lists.range(4000))"] {
+    for expression in
+        ["lists.range(4000).distinct().size() > 0", "sets.contains(lists.range(4000), lists.range(4000))"]
+    {
         let outcome = eval(&[("a", expression)]);
-        assert_eq!(outcome, Outcome::Error { message: WEBHOOK_BUDGET.into(), conditions: vec![] }, "{expression}");
+        assert_eq!(
+            outcome,
+            Outcome::Error { message: WEBHOOK_BUDGET.into(), conditions: vec![] },
+            "{expression}"
+        );
     }
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }

@@ -306,7 +306,7 @@ fn library_functions() {
 fn quantity_ip_and_cidr() {
     is_true("quantity(object.spec.containers[0].resources.limits.memory).isLessThan(quantity('1Gi'))");
     is_true("quantity('1.5').asApproximateFloat() == 1.5 && isQuantity('10m') && !isQuantity('ten')");
-    // Go's ParseQuantity rejects surrounding whitespace, which kube-cel trims.
+    // Go's ParseQuantity rejects surrounding whitespace.
     is_true("!isQuantity(' 1Gi') && !isQuantity('1Gi ')");
     assert!(error_of("quantity(' 1Gi').isInteger()").ends_with(
         "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"

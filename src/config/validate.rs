@@ -11,9 +11,10 @@
 //! - `sideEffects: Unknown | Some` and an `admissionReviewVersions` list with no known version
 //!   are [`Severity::Warning`]s: kube-apiserver keeps them on objects that already had them, and
 //!   such objects are still dispatched (dry-run requests, resp. every call, then fail).
-//! - A `matchConditions` expression is compiled by the gateway's CEL (`match_conditions`), which
-//!   has no type checker: what it cannot see at load fails at evaluation instead. The message
-//!   names the condition after upstream's text.
+//! - A `matchConditions` expression is type-checked and compiled by the gateway's CEL
+//!   (`src/cel`, on `crates/cel-engine`) as the API server does at creation, but without the
+//!   matched kinds' schemas: `object` is `dyn`, so a field's type mistake fails at evaluation
+//!   instead. The message names the condition after upstream's text.
 //! - `clientConfig.caBundle` must decode to at least one PEM certificate. kube-apiserver stores a
 //!   bad bundle and only fails each call; the gateway refuses it up front.
 //! - `reinvocationPolicy` on a validating webhook is refused (upstream's strict decoding refuses

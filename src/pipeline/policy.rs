@@ -328,7 +328,7 @@ fn namespace_object<'a>(attributes: &Attributes<'a>) -> Option<&'a Value> {
 // ---------------------------------------------------------------------------------------------
 // One policy
 
-/// The budgets (k8s.io/apiserver `pkg/apis/cel/config.go`) in the metering's steps. No
+/// The budgets (k8s.io/apiserver `pkg/apis/cel/config.go`) in cel-go's cost units. No
 /// wall-clock limit: the review's deadline (`Attributes::deadline`) is the only time bound.
 const PER_EXPRESSION: u64 = 1_000_000;
 const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::*;
 
 thread_local! {
-    /// Every phase's budget, in steps, when set (the real ones take seconds to spend).
+    /// Every phase's budget, in cel-go's cost units, when set (the real ones are large to spend).
     pub(super) static BUDGET: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 use crate::config::policy::tests::{binding, compile, policy};

@@ -14,6 +14,7 @@ pub mod compile;
 pub mod error;
 pub mod eval;
 pub mod func;
+mod go;
 pub mod library;
 pub mod value;
 

@@ -5,6 +5,7 @@
 //! constant patterns of `matches`, `find`, `findAll` (cel-go `interpreter.MatchesRegexOptimization`,
 //! k8s `FindRegexOptimization`/`FindAllRegexOptimization`).
 
+pub(crate) use crate::go::quote as go_quote;
 use std::collections::HashMap;
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
@@ -311,29 +312,6 @@ pub(crate) fn is_strict_rfc3339(s: &str) -> bool {
         }
         _ => false,
     }
-}
-
-/// Go's `%q` of a string (`strconv.Quote`).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `time.Parse(time.RFC3339, s)`: the Unix seconds, `None` where Go errs.

@@ -4,6 +4,7 @@
 //! `isLessThan`, `compareTo`, over a port of blang/semver v4's `Parse` and `Compare` with its
 //! error texts.
 
+pub(crate) use crate::go::quote as go_quote;
 use std::any::Any;
 use std::cmp::Ordering;
 
@@ -77,47 +78,6 @@ impl Object for Semver {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// Go's `strconv.Quote`, as the errors of these libraries quote their input: printable
-/// characters as they are, `"` and `\\` escaped, control characters as `\n` or `\xHH`, other
-/// unprintable ones as `\uXXXX` or `\UXXXXXXXX`.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if !go_printable(c) && (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if !go_printable(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `strconv.IsPrint` past ASCII: not a control, format, private-use or noncharacter code
-/// point, nor a space other than U+0020. (Unassigned code points, which Go also escapes, are
-/// not known here and pass as printable.)
-fn go_printable(c: char) -> bool {
-    let u = c as u32;
-    let unprintable = matches!(u,
-        0x80..=0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x890..=0x891 | 0x8e2 | 0x1680 | 0x180e
-        | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000 | 0xd800..=0xf8ff
-        | 0xfdd0..=0xfdef | 0xfeff | 0xfff9..=0xfffb | 0x110bd | 0x110cd | 0x13430..=0x1343f
-        | 0x1bca0..=0x1bca3 | 0x1d173..=0x1d17a | 0xe0001 | 0xe0020..=0xe007f | 0xf0000..=0x10ffff)
-        || u & 0xfffe == 0xfffe;
-    !unprintable
 }
 
 fn contains_only(s: &str, set: &[u8]) -> bool {

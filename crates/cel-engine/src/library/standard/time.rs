@@ -7,6 +7,7 @@
 use super::overload_error;
 use crate::error::{Error, Result};
 use crate::func::{Cost, Ctx, Registry};
+use crate::go::quote as go_quote;
 use crate::value::Value;
 
 /// cel-go's range of timestamps: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
@@ -237,30 +238,6 @@ fn go_atoi(s: &str) -> Result<i64> {
     }
     s.parse::<i64>()
         .map_err(|_| Error::new(format!("strconv.Atoi: parsing {}: value out of range", go_quote(s))))
-}
-
-/// Go's `strconv.Quote` for the texts an error may hold.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// cel-go's string of a duration: Go's `strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"`.

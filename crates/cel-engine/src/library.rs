@@ -13,7 +13,7 @@ mod quantity;
 mod regex;
 mod semver;
 mod sets;
-mod standard;
+pub(crate) mod standard;
 mod strings;
 mod url;
 

@@ -6,6 +6,9 @@
 //! `FindRegexOptimization`, `FindAllRegexOptimization`). The planner goes depth first, so the
 //! first failure in post-order is the one reported.
 
+// The runtime's own Go number parsing and formatting: what a constant conversion folds to here
+// is what it evaluates to.
+use crate::library::standard::{go_format_float as go_format_g, go_parse_float};
 use std::collections::{HashMap, HashSet};
 
 use cel::common::ast::{Expr, IdedExpr, LiteralValue};
@@ -211,77 +214,6 @@ fn convert(name: &str, v: &Const) -> Option<Result<Const, String>> {
         _ => return None,
     };
     Some(r)
-}
-
-/// Go's `strconv.ParseFloat(s, 64)`: `None` on a syntax error or an overflow to infinity.
-pub(crate) fn go_parse_float(s: &str) -> Option<f64> {
-    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let lower = body.to_ascii_lowercase();
-    if lower == "inf" || lower == "infinity" || lower == "nan" {
-        return s.to_ascii_lowercase().replace("infinity", "inf").parse().ok();
-    }
-    if lower.starts_with("0x") {
-        return go_parse_hex_float(s);
-    }
-    // Underscores may separate digits (Go's `underscoreOK`).
-    let bytes = body.as_bytes();
-    let separated = bytes.iter().enumerate().all(|(i, &b)| {
-        b != b'_'
-            || (i > 0 && bytes[i - 1].is_ascii_digit() && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
-    });
-    if !separated
-        || !body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-' | b'_'))
-    {
-        return None;
-    }
-    let v: f64 = s.replace('_', "").parse().ok()?;
-    v.is_finite().then_some(v)
-}
-
-/// A hexadecimal float (`0x1.8p3`, underscores between digits allowed).
-fn go_parse_hex_float(s: &str) -> Option<f64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let body = &body[2..];
-    let (mantissa, exp) = body.split_once(['p', 'P'])?;
-    let mantissa = mantissa.replace('_', "");
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((&mantissa, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for c in int_part.chars().chain(frac_part.chars()) {
-        v = v * 16.0 + f64::from(c.to_digit(16)?);
-    }
-    let exp: i32 = exp.replace('_', "").parse().ok()?;
-    let v = v * 2f64.powi(exp - 4 * frac_part.len() as i32);
-    let v = if neg { -v } else { v };
-    v.is_finite().then_some(v)
-}
-
-/// Go's `fmt.Sprintf("%g", d)` (`strconv.FormatFloat(d, 'g', -1, 64)`): the shortest
-/// digits, in exponent form when the decimal exponent is below -4 or at least 6.
-pub(crate) fn go_format_g(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".into();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let sci = format!("{d:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("exponent form");
-    let exp: i32 = exp.parse().expect("an exponent");
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    format!("{d}")
 }
 
 #[cfg(test)]

@@ -343,41 +343,19 @@ impl Frame<'_> {
             }
             Node::And(a, b) => {
                 let left = self.eval(a);
-                if matches!(&left, Err(e) if e.is_fatal()) {
+                if matches!(&left, Err(e) if e.is_fatal()) || bool_of(&left) == Some(false) {
                     return left;
                 }
-                if bool_of(&left) == Some(false) {
-                    return Ok(Value::Bool(false));
-                }
                 let right = self.eval(b);
-                if matches!(&right, Err(e) if e.is_fatal()) {
-                    return right;
-                }
-                match (bool_of(&left), bool_of(&right)) {
-                    (_, Some(false)) => Ok(Value::Bool(false)),
-                    (Some(true), Some(true)) => Ok(Value::Bool(true)),
-                    (Some(true), _) => Err(logical_error(right)),
-                    _ => Err(logical_error(left)),
-                }
+                and(left, right)?
             }
             Node::Or(a, b) => {
                 let left = self.eval(a);
-                if matches!(&left, Err(e) if e.is_fatal()) {
+                if matches!(&left, Err(e) if e.is_fatal()) || bool_of(&left) == Some(true) {
                     return left;
                 }
-                if bool_of(&left) == Some(true) {
-                    return Ok(Value::Bool(true));
-                }
                 let right = self.eval(b);
-                if matches!(&right, Err(e) if e.is_fatal()) {
-                    return right;
-                }
-                match (bool_of(&left), bool_of(&right)) {
-                    (_, Some(true)) => Ok(Value::Bool(true)),
-                    (Some(false), Some(false)) => Ok(Value::Bool(false)),
-                    (Some(false), _) => Err(logical_error(right)),
-                    _ => Err(logical_error(left)),
-                }
+                or(left, right)?
             }
             Node::Not(a) => {
                 let v = self.eval(a)?;
@@ -687,7 +665,8 @@ fn key_text(k: &Key) -> String {
     }
 }
 
-/// `a && b` on results, absorbing errors as cel-go does; fatal errors pass through as `Err`.
+/// `a && b` on results, absorbing errors as cel-go does (the one logic of `&&` and of the
+/// macros' steps); fatal errors pass through as the outer `Err`.
 fn and(a: Result<Value>, b: Result<Value>) -> Result<Result<Value>> {
     for v in [&a, &b] {
         if let Err(e) = v {

@@ -177,3 +177,26 @@ fn compile_errors_name_what_is_missing() {
         "all() second variable must be different from the first variable"
     );
 }
+
+#[test]
+fn a_value_named_is_the_value_shared_never_a_copy() {
+    let object = from_json(&serde_json::json!({"labels": {"a": "x"}, "list": [1, 2]}));
+    let Value::Map(fields) = &object else { panic!("a map") };
+    let Some(Value::Map(labels)) = fields.get(&crate::Key::str("labels")) else { panic!("labels") };
+    let registry = crate::library::standard();
+    let program =
+        |source: &str| compile(source, &Declarations::with_variables(&["object"]), &registry).unwrap();
+    // Selected, indexed, bound to a comprehension variable, accumulated: the same allocation.
+    for source in [
+        "object.labels",
+        "object['labels']",
+        "[object.labels][0]",
+        "object.list.map(x, object.labels)[1]",
+        "object.labels.all(k, has(object.labels.a)) ? object.labels : object",
+    ] {
+        let mut meter = Meter::new(Limits { cost: u64::MAX, deadline: None });
+        let result = program(source).evaluate(&vec![object.clone()], &NoHost, &mut meter).unwrap();
+        let Value::Map(out) = result else { panic!("{source}: a map") };
+        assert!(std::sync::Arc::ptr_eq(labels, &out), "{source}: a copy");
+    }
+}

@@ -14,6 +14,20 @@ impl fmt::Debug for CelValue {
     }
 }
 
+#[cfg(test)]
+impl CelValue {
+    /// Whether both are the same allocation (a map, list or string), not equal copies.
+    pub(crate) fn shares(&self, other: &CelValue) -> bool {
+        use cel_engine::Value;
+        match (&self.0, &other.0) {
+            (Value::Map(a), Value::Map(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Value::List(a), Value::List(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Value::String(a), Value::String(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// Converts a JSON value (`None`: absent, which CEL sees as null).
 pub(crate) fn json_value(value: Option<&serde_json::Value>) -> CelValue {
     CelValue(value.map_or(cel_engine::Value::Null, cel_engine::value::from_json))

@@ -8,7 +8,7 @@
 //! [`Params::list`]. A kind discovery does not know is an error every matching review reports
 //! as the API server does; the watch is tried again after [`RETRY`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use kube::runtime::watcher;
 use serde_json::Value;
 
 use super::mirror::{self, Mirror};
+use crate::config::policy::{Param, ParamSet};
 
 /// How long a review waits for a parameter kind's first list (the API server's 1 s).
 pub(crate) const SYNC_WAIT: Duration = Duration::from_secs(1);
@@ -31,11 +32,11 @@ pub(crate) struct Params {
     kinds: Mutex<HashMap<(String, String), Arc<Kind>>>,
 }
 
-/// One parameter kind: its objects as JSON, by `namespace/name` (or `name`).
+/// One parameter kind: its objects, each converted for CEL at most once per watch event.
 struct Kind {
     /// `group/version, Kind=Kind`, as the API server names it in its errors.
     label: String,
-    objects: RwLock<BTreeMap<String, Arc<Value>>>,
+    objects: RwLock<ParamSet>,
     synced: AtomicBool,
     /// Set once the first list completed.
     listed: tokio::sync::Notify,
@@ -68,14 +69,16 @@ impl Params {
         }
     }
 
-    /// The objects of `api_version`/`kind` in `namespace` (`None`: every one), in
-    /// namespace/name order; `Err` is the API server's configuration error for the kind.
+    /// The objects of `api_version`/`kind` in `namespace` (empty for a cluster-scoped kind)
+    /// that `name` names, or all of them, in name order; `Err` is the API server's
+    /// configuration error for the kind.
     pub(crate) fn list(
         &self,
         api_version: &str,
         kind: &str,
-        namespace: Option<&str>,
-    ) -> Result<Vec<Arc<Value>>, String> {
+        namespace: &str,
+        name: Option<&str>,
+    ) -> Result<Vec<Arc<Param>>, String> {
         let found = self.kind(api_version, kind);
         if let Some((error, _)) = found.unresolved.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             return Err(error.clone());
@@ -84,14 +87,7 @@ impl Params {
             return Err(format!("paramKind kind `{}` not yet synced to use for admission", found.label));
         }
         let objects = found.objects.read().unwrap_or_else(|e| e.into_inner());
-        Ok(match namespace {
-            // `/` sorts just before `0`: the range is exactly the keys `namespace/…`.
-            Some(namespace) => objects
-                .range(format!("{namespace}/")..format!("{namespace}0"))
-                .map(|(_, object)| Arc::clone(object))
-                .collect(),
-            None => objects.values().cloned().collect(),
-        })
+        Ok(objects.select(namespace, name))
     }
 
     /// Whether the objects of `api_version`/`kind` live in namespaces; `None` until discovery
@@ -123,7 +119,7 @@ impl Params {
                 "{}, Kind={kind}",
                 if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
             ),
-            objects: RwLock::new(BTreeMap::new()),
+            objects: RwLock::new(ParamSet::default()),
             synced: AtomicBool::new(false),
             listed: tokio::sync::Notify::new(),
             unresolved: Mutex::new(None),
@@ -164,17 +160,17 @@ struct Watched<'a> {
 
 impl Mirror for Watched<'_> {
     type Object = DynamicObject;
-    type Entry = Arc<Value>;
-    type Listed = BTreeMap<String, Arc<Value>>;
+    type Entry = Param;
+    type Listed = Listed;
 
-    fn entry(&self, mut object: DynamicObject) -> Option<Arc<Value>> {
+    fn entry(&self, mut object: DynamicObject) -> Option<Param> {
         // Never read by a policy, often the larger part of an object.
         object.metadata.managed_fields = None;
         let mut value = serde_json::to_value(&object).ok()?;
         // `params.apiVersion` and `params.kind` are always there (the API server fills them in).
         value["apiVersion"] = Value::String(self.resource.api_version.clone());
         value["kind"] = Value::String(self.resource.kind.clone());
-        Some(Arc::new(value))
+        Some(Param::of_object(Arc::new(value)))
     }
 
     fn key(&self, object: &DynamicObject) -> Option<String> {
@@ -185,21 +181,33 @@ impl Mirror for Watched<'_> {
         })
     }
 
-    fn listed(&self, listed: Self::Listed) {
+    fn listed(&self, Listed(listed): Listed) {
         *self.kind.objects.write().unwrap_or_else(|e| e.into_inner()) = listed;
         self.kind.synced.store(true, Ordering::Release);
         self.kind.listed.notify_waiters();
     }
 
-    fn applied(&self, key: String, entry: Arc<Value>) {
-        self.kind.objects.write().unwrap_or_else(|e| e.into_inner()).insert(key, entry);
+    fn applied(&self, _key: String, entry: Param) {
+        self.kind.objects.write().unwrap_or_else(|e| e.into_inner()).insert(entry);
     }
 
     fn removed(&self, key: &str) {
-        self.kind.objects.write().unwrap_or_else(|e| e.into_inner()).remove(key);
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        self.kind.objects.write().unwrap_or_else(|e| e.into_inner()).remove(namespace, name);
     }
 
     fn failed(&self, error: &watcher::Error) {
         tracing::warn!(kind = %self.kind.label, "policy parameter watch failed, starting it again: {error}");
+    }
+}
+
+/// A completed list of one kind, keyed as [`Watched::key`] says (`namespace/name` or `name`,
+/// the same as the objects' own namespace and name).
+#[derive(Default)]
+struct Listed(ParamSet);
+
+impl Extend<(String, Param)> for Listed {
+    fn extend<I: IntoIterator<Item = (String, Param)>>(&mut self, entries: I) {
+        self.0.extend(entries.into_iter().map(|(_, param)| param));
     }
 }

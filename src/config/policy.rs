@@ -90,8 +90,8 @@ pub(crate) struct Policy {
     pub(crate) audit_annotations: Vec<CompiledAuditAnnotation>,
     /// In evaluation order (by name).
     pub(crate) bindings: Vec<Binding>,
-    /// The configured parameters of `param_kind`, by namespace then name.
-    pub(crate) params: Vec<Param>,
+    /// The configured parameters of `param_kind`.
+    pub(crate) params: ParamSet,
     /// `spec.matchConstraints.resourceRules` without their names.
     rules: Vec<RuleWithOperations>,
 }
@@ -248,8 +248,22 @@ impl Param {
         Param { namespace, name, labels, value, converted: Arc::default() }
     }
 
+    /// A parameter object as listed, from the configuration or the API server: its namespace,
+    /// name and labels read off its metadata.
+    pub(crate) fn of_object(value: Arc<Value>) -> Param {
+        let metadata = value.get("metadata");
+        let text = |field: &str| {
+            metadata.and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
+        };
+        let labels = metadata
+            .and_then(|m| m.get("labels"))
+            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .unwrap_or_default();
+        Param::new(text("namespace"), text("name"), labels, value)
+    }
+
     /// `params` for CEL: the object with `apiVersion` and `kind` filled in when it lacks them,
-    /// converted once.
+    /// converted on first use, then shared by every review until the object changes.
     pub(crate) fn cel(&self, api_version: &str, kind: &str) -> cel::CelValue {
         self.converted
             .get_or_init(|| {
@@ -257,6 +271,56 @@ impl Param {
                 cel::json_value(Some(&value))
             })
             .clone()
+    }
+}
+
+/// The parameter objects of one kind, by namespace (empty for cluster-scoped objects) then
+/// name: a `paramRef.name` is one lookup, a selector reads one namespace, never the whole kind.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ParamSet(BTreeMap<String, BTreeMap<String, Arc<Param>>>);
+
+impl ParamSet {
+    /// Adds `param`, or replaces the object of its namespace and name (then `false`).
+    pub(crate) fn insert(&mut self, param: Param) -> bool {
+        let names = self.0.entry(param.namespace.clone()).or_default();
+        names.insert(param.name.clone(), Arc::new(param)).is_none()
+    }
+
+    /// Removes the object `name` of `namespace`, if there is one.
+    pub(crate) fn remove(&mut self, namespace: &str, name: &str) {
+        if let Some(names) = self.0.get_mut(namespace) {
+            names.remove(name);
+            if names.is_empty() {
+                self.0.remove(namespace);
+            }
+        }
+    }
+
+    /// The objects of `namespace` that `name` names (at most one), or all of them without a
+    /// name, in name order.
+    pub(crate) fn select(&self, namespace: &str, name: Option<&str>) -> Vec<Arc<Param>> {
+        let Some(names) = self.0.get(namespace) else { return Vec::new() };
+        match name {
+            Some(name) => names.get(name).into_iter().cloned().collect(),
+            None => names.values().cloned().collect(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Every object, by namespace then name.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Param>> {
+        self.0.values().flat_map(BTreeMap::values)
+    }
+}
+
+impl Extend<Param> for ParamSet {
+    fn extend<I: IntoIterator<Item = Param>>(&mut self, params: I) {
+        for param in params {
+            self.insert(param);
+        }
     }
 }
 
@@ -284,7 +348,7 @@ impl Policies {
             .filter_map(|(_, p)| p.spec.param_kind.as_ref())
             .filter_map(|k| Some((k.api_version.clone()?, k.kind.clone()?)))
             .collect();
-        let mut params: BTreeMap<(String, String), Vec<Param>> = BTreeMap::new();
+        let mut params: BTreeMap<(String, String), ParamSet> = BTreeMap::new();
         for found in documents.others {
             let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
             let kind = found.value.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -304,23 +368,16 @@ impl Policies {
                 });
                 continue;
             }
-            let metadata = found.value.get("metadata");
-            let text = |field: &str| {
-                metadata.and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
+            let param = Param::of_object(Arc::new(found.value.clone()));
+            let what = if param.namespace.is_empty() {
+                param.name.clone()
+            } else {
+                format!("{}/{}", param.namespace, param.name)
             };
-            let labels = metadata
-                .and_then(|m| m.get("labels"))
-                .and_then(|l| serde_json::from_value(l.clone()).ok())
-                .unwrap_or_default();
-            params.entry(key).or_default().push(Param::new(
-                text("namespace"),
-                text("name"),
-                labels,
-                Arc::new(found.value.clone()),
-            ));
-        }
-        for list in params.values_mut() {
-            list.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            if !params.entry(key).or_default().insert(param) {
+                let finding = Finding::error("metadata.name", duplicate(&what));
+                problems.push(Problem::in_object(&found.file, &found.object, finding));
+            }
         }
 
         // Names: unique per kind; static rules.

@@ -25,7 +25,7 @@ use crate::cel::authorizer;
 use crate::cluster::params::Params;
 use crate::cluster::Cluster;
 use crate::config::mode::Mode;
-use crate::config::policy::{Policies, Policy};
+use crate::config::policy::{Param, Policies, Policy};
 use crate::explain::Step;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
@@ -174,9 +174,10 @@ impl Lookups for Live<'_> {
         &self,
         api_version: &str,
         kind: &str,
-        namespace: Option<&str>,
-    ) -> Option<Result<Vec<Arc<Value>>, String>> {
-        Some(self.0.list(api_version, kind, namespace))
+        namespace: &str,
+        name: Option<&str>,
+    ) -> Option<Result<Vec<Arc<Param>>, String>> {
+        Some(self.0.list(api_version, kind, namespace, name))
     }
 
     fn namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {

@@ -20,7 +20,7 @@ use crate::cel::{
     json_value, request_value, with_session, Activation, Evaluated, Failure, PhaseLimits, Session,
 };
 use crate::config::policy::{
-    Action, Binding, CompiledValidation, FailurePolicy, Policies, Policy, STATIC_SUFFIX,
+    Action, Binding, CompiledValidation, FailurePolicy, Param, Policies, Policy, STATIC_SUFFIX,
 };
 use crate::config::rules::RuleRequest;
 use crate::review::decode::IncomingReview;
@@ -78,15 +78,16 @@ pub(crate) struct Attributes<'a> {
 
 /// Live state an evaluation may read: parameters from the API server (cluster mode).
 pub(crate) trait Lookups {
-    /// Parameter objects of `api_version`/`kind` in `namespace` (`None`: every one), `None`
-    /// when this source does not serve that kind, or the API server's error for the kind
-    /// (not yet synced, unknown to discovery).
+    /// Parameter objects of `api_version`/`kind` in `namespace` (empty for a cluster-scoped
+    /// kind) that `name` names, or all of them; `None` when this source does not serve that
+    /// kind, or the API server's error for the kind (not yet synced, unknown to discovery).
     fn params(
         &self,
         api_version: &str,
         kind: &str,
-        namespace: Option<&str>,
-    ) -> Option<Result<Vec<Arc<Value>>, String>>;
+        namespace: &str,
+        name: Option<&str>,
+    ) -> Option<Result<Vec<Arc<Param>>, String>>;
 
     /// Whether objects of the kind live in namespaces, when this source knows.
     fn namespaced(&self, _api_version: &str, _kind: &str) -> Option<bool> {
@@ -98,7 +99,7 @@ pub(crate) trait Lookups {
 pub(crate) struct NoLookups;
 
 impl Lookups for NoLookups {
-    fn params(&self, _: &str, _: &str, _: Option<&str>) -> Option<Result<Vec<Arc<Value>>, String>> {
+    fn params(&self, _: &str, _: &str, _: &str, _: Option<&str>) -> Option<Result<Vec<Arc<Param>>, String>> {
         None
     }
 }

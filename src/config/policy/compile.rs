@@ -4,11 +4,7 @@
 
 use super::*;
 
-pub(super) fn compile_policy(
-    object: &PolicyObject,
-    params: Vec<Param>,
-    findings: &mut Vec<Finding>,
-) -> Policy {
+pub(super) fn compile_policy(object: &PolicyObject, params: ParamSet, findings: &mut Vec<Finding>) -> Policy {
     let mut report = validate::Report::default();
     validate::policy(object, &mut report);
     let spec = &object.spec;

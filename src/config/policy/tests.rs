@@ -269,6 +269,52 @@ fn params_without_param_kind_do_not_compile_and_unknown_fields_are_named() {
     );
 }
 
+fn config_map(namespace: &str, name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}})
+}
+
+#[test]
+fn params_are_looked_up_by_namespace_and_name_and_converted_once() {
+    let spec = json!({"matchConstraints": pods_rule(), "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "true"}]});
+    let objects = vec![config_map("b", "y"), config_map("a", "x"), config_map("b", "x")];
+    let (policies, problems) = compile(vec![policy("p", spec)], vec![], objects);
+    assert!(problems.is_empty(), "{problems:?}");
+    let params = &policies.iter().next().unwrap().params;
+    let names = |found: Vec<Arc<Param>>| -> Vec<(String, String)> {
+        found.iter().map(|p| (p.namespace.clone(), p.name.clone())).collect()
+    };
+    let owned = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs.iter().map(|(n, m)| (n.to_string(), m.to_string())).collect()
+    };
+    assert_eq!(names(params.select("b", Some("x"))), owned(&[("b", "x")]));
+    assert_eq!(names(params.select("b", None)), owned(&[("b", "x"), ("b", "y")]));
+    assert_eq!(names(params.select("b", Some("z"))), owned(&[]));
+    assert_eq!(names(params.select("", None)), owned(&[]), "the cluster scope holds none of them");
+
+    let param = &params.select("a", Some("x"))[0];
+    let first = param.cel("v1", "ConfigMap");
+    assert!(first.shares(&param.cel("v1", "ConfigMap")), "converted once, then shared");
+    assert!(first.shares(&params.select("a", Some("x"))[0].cel("v1", "ConfigMap")));
+}
+
+#[test]
+fn params_follow_watch_events_and_duplicates_are_refused() {
+    let mut set = ParamSet::default();
+    assert!(set.insert(Param::of_object(Arc::new(config_map("a", "x")))));
+    assert!(!set.insert(Param::of_object(Arc::new(config_map("a", "x")))), "replaced, as a watch's update");
+    set.remove("a", "x");
+    assert!(set.select("a", None).is_empty() && set.is_empty());
+
+    let spec = json!({"matchConstraints": pods_rule(), "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "true"}]});
+    let twice = vec![config_map("a", "x"), config_map("a", "x")];
+    let (_, problems) = compile(vec![policy("p", spec)], vec![], twice);
+    let problems: Vec<(String, String)> =
+        described(&problems).into_iter().map(|(_, field, message)| (field, message)).collect();
+    assert_eq!(problems, [("metadata.name".to_owned(), "Duplicate value: \"a/x\"".to_owned())]);
+}
+
 #[test]
 fn objects_no_param_kind_names_are_refused() {
     let (_, problems) = compile(

@@ -2,18 +2,14 @@
 //! `CollectParams`): the objects its `paramRef` selects, from the configuration or, for a kind
 //! it holds none of, from [`Lookups`] (cluster mode); the scope and not-found errors as upstream.
 
-use std::sync::Arc;
-
-use serde_json::Value;
-
 use super::Lookups;
 use crate::cel::CelValue;
-use crate::config::policy::{Binding, Param, Policy};
+use crate::config::policy::{Binding, ParamSet, Policy};
 use crate::review::decode::IncomingReview;
 
 /// The params of one binding as CEL sees them: `[None]` for one evaluation without params.
-/// Those of the configuration were converted once for every review (`Param::cel`); those the
-/// API server serves are converted here.
+/// Each object, of the configuration or served by the API server, is converted once and
+/// shared by every review until it changes (`Param::cel`).
 pub(super) fn of(
     policy: &Policy,
     binding: &Binding,
@@ -44,25 +40,18 @@ pub(super) fn of(
         }
         (true, None) => Some(review.request.namespace.clone()),
     };
-    let served =
-        if live { lookups.params(&kind.api_version, &kind.kind, namespace.as_deref()) } else { None };
-    let candidates: Vec<Param> = match served.transpose()? {
-        Some(live) => {
-            let mut live: Vec<Param> = live.into_iter().map(param_of).collect();
-            live.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-            live
-        }
-        None => policy
-            .params
-            .iter()
-            .filter(|p| p.namespace == namespace.clone().unwrap_or_default())
-            .cloned()
-            .collect(),
-    };
+    let namespace = namespace.unwrap_or_default();
+    // A name is one lookup; a selector reads the namespace's objects only.
+    let name = param_ref.name.as_deref();
+    let candidates =
+        match live.then(|| lookups.params(&kind.api_version, &kind.kind, &namespace, name)).flatten() {
+            Some(served) => served?,
+            None => policy.params.select(&namespace, name),
+        };
     let found: Vec<Option<CelValue>> = candidates
-        .into_iter()
+        .iter()
         .filter(|p| match (&param_ref.name, &param_ref.selector) {
-            (Some(name), _) => &p.name == name,
+            (Some(_), _) => true,
             (None, Some(selector)) => selector.matches(&p.labels),
             (None, None) => false,
         })
@@ -74,21 +63,10 @@ pub(super) fn of(
     Ok(found)
 }
 
-fn param_of(value: Arc<Value>) -> Param {
-    let metadata = value.get("metadata");
-    let text =
-        |f: &str| metadata.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or_default().to_owned();
-    let labels = metadata
-        .and_then(|m| m.get("labels"))
-        .and_then(|l| serde_json::from_value(l.clone()).ok())
-        .unwrap_or_default();
-    Param::new(text("namespace"), text("name"), labels, value)
-}
-
 /// The param kind's scope, without discovery: the core kinds the gateway knows, else the
 /// configured objects of the kind (namespaced when they have a namespace), else the binding's
 /// `paramRef.namespace`.
-fn is_namespaced(api_version: &str, kind: &str, configured: &[Param], ref_namespace: Option<&str>) -> bool {
+fn is_namespaced(api_version: &str, kind: &str, configured: &ParamSet, ref_namespace: Option<&str>) -> bool {
     const CLUSTER: &[(&str, &str)] = &[("v1", "Namespace"), ("v1", "Node"), ("v1", "PersistentVolume")];
     const NAMESPACED: &[(&str, &str)] =
         &[("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service")];
@@ -98,7 +76,7 @@ fn is_namespaced(api_version: &str, kind: &str, configured: &[Param], ref_namesp
     if NAMESPACED.contains(&(api_version, kind)) {
         return true;
     }
-    match configured.first() {
+    match configured.iter().next() {
         Some(param) => !param.namespace.is_empty(),
         None => ref_namespace.is_some(),
     }

@@ -886,21 +886,26 @@ fn a_validation_that_may_not_be_a_bool_is_refused_as_the_api_server_refuses_it()
     let _ = expression;
 }
 
+/// One ask of [`Cluster`]: apiVersion, kind, namespace and name.
+type Asked = (String, String, String, Option<String>);
+
 /// Serves ConfigMaps from "the cluster", recording what was asked.
-struct Cluster(std::sync::Mutex<Vec<(String, String, Option<String>)>>);
+struct Cluster(std::sync::Mutex<Vec<Asked>>);
 
 impl Lookups for Cluster {
     fn params(
         &self,
         api_version: &str,
         kind: &str,
-        namespace: Option<&str>,
-    ) -> Option<Result<Vec<Arc<Value>>, String>> {
-        self.0.lock().unwrap().push((api_version.to_owned(), kind.to_owned(), namespace.map(str::to_owned)));
+        namespace: &str,
+        name: Option<&str>,
+    ) -> Option<Result<Vec<Arc<Param>>, String>> {
+        let asked = (api_version.to_owned(), kind.to_owned(), namespace.to_owned(), name.map(str::to_owned));
+        self.0.lock().unwrap().push(asked);
         (kind == "ConfigMap").then(|| {
-            Ok(vec![Arc::new(
+            Ok(vec![Arc::new(Param::of_object(Arc::new(
                 json!({"metadata": {"name": "live", "namespace": "team"}, "data": {"max": "1"}}),
-            )])
+            )))])
         })
     }
 }
@@ -936,7 +941,7 @@ fn lookups_answer_parameters_of_a_kind_the_configuration_lacks_and_get_their_kin
     );
     assert_eq!(
         *cluster.0.lock().unwrap(),
-        [("v1".to_owned(), "ConfigMap".to_owned(), Some("team".to_owned()))]
+        [("v1".to_owned(), "ConfigMap".to_owned(), "team".to_owned(), None)]
     );
 
     // ConfigMaps configured: those, and the cluster is not asked.
@@ -949,4 +954,19 @@ fn lookups_answer_parameters_of_a_kind_the_configuration_lacks_and_get_their_kin
         ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': ConfigMap configured"]
     );
     assert!(cluster.0.lock().unwrap().is_empty());
+
+    // A `paramRef.name` is asked for by name, never by listing the namespace.
+    let named = binding(
+        "b",
+        json!({"policyName": "p", "validationActions": ["Warn"], "paramRef": {"name": "live", "namespace": "team"}}),
+    );
+    let spec = json!({"matchConstraints": pods_rule(), "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "false", "messageExpression": "params.metadata.name"}]});
+    let (policies, _) = compile(vec![policy("p", spec)], vec![named], vec![]);
+    let cluster = Cluster(std::sync::Mutex::new(Vec::new()));
+    evaluate(&policies, &attributes, &cluster);
+    assert_eq!(
+        *cluster.0.lock().unwrap(),
+        [("v1".to_owned(), "ConfigMap".to_owned(), "team".to_owned(), Some("live".to_owned()))]
+    );
 }

@@ -37,29 +37,20 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     if policies.is_empty() {
         return Ok(());
     }
-    review.fetch_namespace().await;
-    if let Some(cluster) = review.cluster {
-        let kinds: Vec<(String, String)> = policies
-            .iter()
-            .filter(|p| p.params.is_empty())
-            .filter_map(|p| p.param_kind.as_ref())
-            .map(|k| (k.api_version.clone(), k.kind.clone()))
-            .collect();
-        let ready = cluster.params.ready(&kinds);
-        // At most the API server's wait for an informer, and never past the deadline.
-        match review.budget.deadline() {
-            Some(deadline) => {
-                let _ = tokio::time::timeout_at(deadline, ready).await;
-            }
-            None => ready.await,
-        }
-    }
-    let namespace = namespace_object(review.request, &review.namespace);
-    let old_object: Option<Value> =
-        review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
-    let object = review.object.tree().cloned();
-    let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
-    let results = off_thread(review.cluster, owned, review.budget.deadline()).await?;
+    let results = if policy::may_match(&policies, review.request) {
+        evaluate(review, policies).await?
+    } else {
+        // No policy's rules accept the request: every match ends before the object, the
+        // namespace or an expression is read, so none of them is fetched, parsed or evaluated.
+        let attributes = Attributes {
+            review: review.request,
+            object: None,
+            old_object: None,
+            namespace: None,
+            deadline: None,
+        };
+        policy::evaluate(&policies, &attributes, &NoLookups)
+    };
     if results.iter().any(|result| result.matched) {
         if let Some(status) = namespace_failure(review.request, &review.namespace) {
             // The API server fetches the namespace of a namespaced request for the first
@@ -108,6 +99,34 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
         Some(status) => Err(status),
         None => Ok(()),
     }
+}
+
+/// Evaluates `policies` with everything a match may read: the namespace, the parameters'
+/// first list in cluster mode, the object and old object, on a thread of the evaluations.
+async fn evaluate(review: &mut Review<'_>, policies: Arc<Policies>) -> Result<Vec<PolicyResult>, Status> {
+    review.fetch_namespace().await;
+    if let Some(cluster) = review.cluster {
+        let kinds: Vec<(String, String)> = policies
+            .iter()
+            .filter(|p| p.params.is_empty())
+            .filter_map(|p| p.param_kind.as_ref())
+            .map(|k| (k.api_version.clone(), k.kind.clone()))
+            .collect();
+        let ready = cluster.params.ready(&kinds);
+        // At most the API server's wait for an informer, and never past the deadline.
+        match review.budget.deadline() {
+            Some(deadline) => {
+                let _ = tokio::time::timeout_at(deadline, ready).await;
+            }
+            None => ready.await,
+        }
+    }
+    let namespace = namespace_object(review.request, &review.namespace);
+    let old_object: Option<Value> =
+        review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let object = review.object.tree().cloned();
+    let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
+    off_thread(review.cluster, owned, review.budget.deadline()).await
 }
 
 /// What an evaluation owns: policies, request, object, old object, namespace.

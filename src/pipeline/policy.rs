@@ -329,6 +329,48 @@ fn namespace_object<'a>(attributes: &Attributes<'a>) -> Option<&'a Value> {
 // ---------------------------------------------------------------------------------------------
 // One policy
 
+/// The request as matching sees it: as it was made (`requestKind`/`requestResource`, which the
+/// API server sets when it converted the object for the gateway).
+fn request_of<'a>(attributes: &Attributes<'a>) -> Request<'a> {
+    let review = attributes.review;
+    let r = &review.request;
+    let resource = r.request_resource.as_ref().unwrap_or(review.resource());
+    let kind = r.request_kind.as_ref().unwrap_or(review.kind());
+    Request {
+        rule: RuleRequest {
+            operation: review.operation(),
+            group: &resource.group,
+            version: &resource.version,
+            resource: &resource.resource,
+            subresource: r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource),
+            namespace: &r.namespace,
+        },
+        kind: Kind {
+            group: &kind.group,
+            version: &kind.version,
+            kind: &kind.kind,
+            resource: &resource.resource,
+        },
+        name: &r.name,
+        object: attributes.object,
+        old_object: attributes.old_object,
+        namespace: attributes.namespace,
+    }
+}
+
+/// Whether some policy's resource rules accept `review`: a necessary condition of any match
+/// that reads neither the object nor the namespace. When no policy passes it, nothing can match
+/// and [`evaluate`] without the object, its namespace or a thread of its own gives the same
+/// results.
+pub(crate) fn may_match(policies: &Policies, review: &IncomingReview) -> bool {
+    let attributes = Attributes { review, object: None, old_object: None, namespace: None, deadline: None };
+    let request = request_of(&attributes);
+    policies.iter().filter(|p| !p.bindings.is_empty()).any(|policy| match &policy.match_constraints {
+        None => true,
+        Some(constraints) => matching::rules_accept(constraints, &request, policies.equivalence()),
+    })
+}
+
 /// The budgets (k8s.io/apiserver `pkg/apis/cel/config.go`) in cel-go's cost units. No
 /// wall-clock limit: the review's deadline (`Attributes::deadline`) is the only time bound.
 const PER_EXPRESSION: u64 = 1_000_000;
@@ -354,34 +396,13 @@ fn evaluate_policy(
     result: &mut PolicyResult,
 ) {
     let review = attributes.review;
-    let r = &review.request;
-    // Matching sees the request as it was made (`requestKind`/`requestResource`, which the API
-    // server sets when it converted the object for the gateway); the object is of `kind`.
-    let resource = r.request_resource.as_ref().unwrap_or(review.resource());
-    let kind = r.request_kind.as_ref().unwrap_or(review.kind());
-    let original =
-        Kind { group: &kind.group, version: &kind.version, kind: &kind.kind, resource: &resource.resource };
+    let request = request_of(attributes);
     let (object_kind, object_resource) = (review.kind(), review.resource());
     let own = Kind {
         group: &object_kind.group,
         version: &object_kind.version,
         kind: &object_kind.kind,
         resource: &object_resource.resource,
-    };
-    let request = Request {
-        rule: RuleRequest {
-            operation: review.operation(),
-            group: &resource.group,
-            version: &resource.version,
-            resource: &resource.resource,
-            subresource: r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource),
-            namespace: &r.namespace,
-        },
-        kind: original,
-        name: &r.name,
-        object: attributes.object,
-        old_object: attributes.old_object,
-        namespace: attributes.namespace,
     };
     let equivalence = policies.equivalence();
     // The policy's matchConstraints.

@@ -61,6 +61,13 @@ pub(super) fn matches<'a>(
     }
 }
 
+/// Whether `matcher`'s resource rules accept the request, before its exclusions and selectors:
+/// when not, [`matches`] is `Ok(None)` whatever the object and namespace.
+pub(super) fn rules_accept(matcher: &Matcher, request: &Request<'_>, equivalence: &Equivalence) -> bool {
+    matcher.resource_rules.is_empty()
+        || !matches!(rules_match(&matcher.resource_rules, matcher.equivalent, request, equivalence), Ok(None))
+}
+
 fn names_accept(rule: &NamedRule, name: &str) -> bool {
     rule.resource_names.is_empty() || rule.resource_names.iter().any(|n| n == name)
 }

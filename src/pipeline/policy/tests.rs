@@ -970,3 +970,58 @@ fn lookups_answer_parameters_of_a_kind_the_configuration_lacks_and_get_their_kin
         [("v1".to_owned(), "ConfigMap".to_owned(), "team".to_owned(), Some("live".to_owned()))]
     );
 }
+
+#[test]
+fn only_a_request_some_policys_rules_accept_needs_its_object_and_namespace() {
+    let selective = json!({"matchConstraints": {
+        "resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+        "objectSelector": {"matchLabels": {"team": "a"}},
+        "namespaceSelector": {"matchLabels": {"tier": "prod"}}},
+        "validations": [{"expression": "false"}]});
+    let (policies, _) = compile(vec![policy("p", selective.clone())], vec![deny("p", &["Deny"])], vec![]);
+    let pod_request = create(pod("web", json!({"team": "a"})));
+    let config_map = create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}));
+    assert!(may_match(&policies, &review(&pod_request)), "pods: the selectors decide, so both are needed");
+    assert!(!may_match(&policies, &review(&config_map)));
+
+    // Without the object and namespace, a request no rule accepts gets the same results.
+    let without = Attributes {
+        review: &review(&config_map),
+        object: None,
+        old_object: None,
+        namespace: None,
+        deadline: None,
+    };
+    let steps = |results: Vec<PolicyResult>| -> Vec<(Vec<String>, usize, bool)> {
+        results.into_iter().map(|r| (r.steps, r.denials.len(), r.matched)).collect()
+    };
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "labels": {"tier": "prod"}}});
+    let with = run_with(
+        vec![policy("p", selective)],
+        vec![deny("p", &["Deny"])],
+        vec![],
+        config_map.clone(),
+        Some(namespace),
+    );
+    assert_eq!(steps(evaluate(&policies, &without, &NoLookups)), steps(with.results));
+
+    // Rules that accept another version of the resource under Equivalent count; no rules, too.
+    let extensions = json!({"matchPolicy": "Equivalent", "resourceRules": [{"operations": ["CREATE"],
+        "apiGroups": ["extensions"], "apiVersions": ["v1beta1"], "resources": ["deployments"]}]});
+    let deployment = json!({"uid": "1", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+        "resource": {"group": "apps", "version": "v1", "resource": "deployments"}, "name": "web",
+        "namespace": "default", "operation": "CREATE", "object": {"metadata": {"name": "web"}}});
+    let spec = json!({"matchConstraints": extensions, "validations": [{"expression": "true"}]});
+    let (policies, _) = compile(vec![policy("p", spec.clone())], vec![deny("p", &["Deny"])], vec![]);
+    assert!(may_match(&policies, &review(&deployment)));
+    let mut exact = spec;
+    exact["matchConstraints"]["matchPolicy"] = json!("Exact");
+    let (policies, _) = compile(vec![policy("p", exact)], vec![deny("p", &["Deny"])], vec![]);
+    assert!(!may_match(&policies, &review(&deployment)));
+    let (unbound, _) = compile(
+        vec![policy("p", json!({"matchConstraints": pods_rule(), "validations": [{"expression": "false"}]}))],
+        vec![],
+        vec![],
+    );
+    assert!(!may_match(&unbound, &review(&pod_request)), "a policy without bindings never matches");
+}

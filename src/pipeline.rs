@@ -21,6 +21,7 @@ pub(crate) mod budget;
 pub(crate) mod call;
 pub(crate) mod conditions;
 pub(crate) mod context;
+pub(crate) mod evaluations;
 pub(crate) mod judge;
 pub(crate) mod matching;
 pub(crate) mod modes;

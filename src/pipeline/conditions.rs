@@ -9,6 +9,7 @@
 
 use serde_json::{json, Value};
 
+use super::evaluations::{self, Unfinished};
 use super::matching::Skip;
 use super::object::ObjectState;
 use super::verdict;
@@ -123,52 +124,31 @@ fn conditions_of(compiled: &[MatchCondition]) -> Vec<Condition<'_>> {
         .collect()
 }
 
-/// How many CEL evaluations (match conditions, policies) run at once: the serving threads'
-/// count, doubled (an evaluation waiting on the authorizer's SubjectAccessReviews holds its
-/// slot).
-pub(crate) fn slots() -> &'static tokio::sync::Semaphore {
-    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
-    SLOTS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(2, usize::from);
-        tokio::sync::Semaphore::new(2 * cores)
-    })
-}
-
-/// Evaluates `hook`'s conditions on a blocking thread, so that no review waits behind
-/// another's CEL (a comprehension over thousands of labels runs beside the serving threads,
-/// `server/threads.rs`), and the authorizer's checks, which block on SubjectAccessReviews,
-/// block no serving thread. At most [`slots`] at once; a review waits for one only until its
-/// deadline. A panic in the CEL library is already an evaluation error (`cel/runtime.rs`); a
-/// blocking task that ends otherwise (cancelled at shutdown), or no slot before the deadline,
-/// is one too: never a match by default.
+/// Evaluates `hook`'s conditions on an evaluation thread ([`evaluations`]), so that no review
+/// waits behind another's CEL and the authorizer's checks, which block on SubjectAccessReviews,
+/// block no serving thread. An evaluation that found no slot before the deadline, or whose
+/// thread ended without a result, is an error: never a match by default.
 async fn off_thread(
     hook: &Hook,
     scope: Option<authorizer::Scope>,
     variables: &Variables,
     deadline: Option<tokio::time::Instant>,
 ) -> Outcome {
-    let permit = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, slots().acquire()).await.ok(),
-        None => Some(slots().acquire().await),
-    };
-    let Some(Ok(permit)) = permit else {
-        return Outcome::Error {
-            message: format!("{}, no further conditions will be run", cel::DEADLINE_PASSED),
-            conditions: Vec::new(),
-        };
-    };
     let owned = hook.match_conditions.clone();
     // Shared, not copied: the converted values are reference counted.
     let shared = variables.clone();
-    let deadline = deadline.map(tokio::time::Instant::into_std);
-    let evaluated = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        authorizer::with_scope(scope, || cel::evaluate(&conditions_of(&owned), &shared, deadline))
+    let until = deadline.map(tokio::time::Instant::into_std);
+    let evaluated = evaluations::run(deadline, move || {
+        authorizer::with_scope(scope, || cel::evaluate(&conditions_of(&owned), &shared, until))
     })
     .await;
     match evaluated {
         Ok(outcome) => outcome,
-        Err(_) => Outcome::Error {
+        Err(Unfinished::NoSlot) => Outcome::Error {
+            message: format!("{}, no further conditions will be run", cel::DEADLINE_PASSED),
+            conditions: Vec::new(),
+        },
+        Err(Unfinished::Ended) => Outcome::Error {
             message: "internal error: the evaluation of the match conditions did not finish".to_owned(),
             conditions: Vec::new(),
         },

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use super::conditions;
 use super::context::Review;
+use super::evaluations::{self, Unfinished};
 use super::judge::WARN_MODE_PREFIX;
 use super::matching::NamespaceLabels;
 use super::modes::{canary_bucket, CallMode, ShadowMode};
@@ -132,11 +133,10 @@ async fn evaluate(review: &mut Review<'_>, policies: Arc<Policies>) -> Result<Ve
 /// What an evaluation owns: policies, request, object, old object, namespace.
 type Owned = (Arc<Policies>, IncomingReview, Option<Value>, Option<Value>, Option<Value>);
 
-/// Evaluates the policies on a blocking thread, so that no review waits behind another's
-/// CEL: a 3,200-label comprehension or a selector over hundreds of parameters runs beside
-/// the serving threads, which go on with their other reviews. At most [`conditions::slots`] at once; a
-/// review waits for a slot only until its deadline. The CEL authorizer's checks block on
-/// SubjectAccessReviews, which is one more reason for a thread of their own.
+/// Evaluates the policies on an evaluation thread ([`evaluations`]), so that no review waits
+/// behind another's CEL: a 3,200-label comprehension or a selector over hundreds of parameters
+/// runs beside the serving threads, which go on with their other reviews. The CEL authorizer's
+/// checks block on SubjectAccessReviews, which is one more reason for a thread of their own.
 ///
 /// Never open: an evaluation that does not finish (a panic outside the CEL library, whose
 /// own panics are errors of their expression, or cancellation at shutdown), or that found no
@@ -147,15 +147,6 @@ async fn off_thread(
     owned: Owned,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<Vec<PolicyResult>, Status> {
-    let permit = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, conditions::slots().acquire()).await.ok(),
-        None => Some(conditions::slots().acquire().await),
-    };
-    let Some(Ok(permit)) = permit else {
-        return Err(crate::pipeline::verdict::internal_error(
-            "the review's deadline passed before its admission policies could be evaluated",
-        ));
-    };
     let scope = match cluster {
         Some(cluster) if owned.0.iter().any(|p| p.uses_authorizer()) => {
             Some(conditions::scope(cluster, &owned.1))
@@ -163,16 +154,15 @@ async fn off_thread(
         _ => None,
     };
     let params = cluster.map(|cluster| Arc::clone(&cluster.params));
-    let deadline = deadline.map(tokio::time::Instant::into_std);
-    let evaluated = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
+    let until = deadline.map(tokio::time::Instant::into_std);
+    let evaluated = evaluations::run(deadline, move || {
         let (policies, review, object, old_object, namespace) = owned;
         let attributes = Attributes {
             review: &review,
             object: object.as_ref(),
             old_object: old_object.as_ref(),
             namespace: namespace.as_ref(),
-            deadline,
+            deadline: until,
         };
         authorizer::with_scope(scope, || match &params {
             Some(params) => policy::evaluate(&policies, &attributes, &Live(params)),
@@ -180,8 +170,13 @@ async fn off_thread(
         })
     })
     .await;
-    evaluated.map_err(|_| {
-        crate::pipeline::verdict::internal_error("the evaluation of the admission policies did not finish")
+    evaluated.map_err(|unfinished| {
+        crate::pipeline::verdict::internal_error(match unfinished {
+            Unfinished::NoSlot => {
+                "the review's deadline passed before its admission policies could be evaluated"
+            }
+            Unfinished::Ended => "the evaluation of the admission policies did not finish",
+        })
     })
 }
 

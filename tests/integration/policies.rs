@@ -419,3 +419,88 @@ async fn a_policys_match_conditions_are_counted_in_the_api_servers_match_conditi
     assert_eq!(series("apiserver_admission_match_condition_evaluation_seconds_count"), 2, "{text}");
     assert_eq!(series("apiserver_admission_match_condition_evaluation_errors_total"), 1, "{text}");
 }
+
+/// A policy that is slow even upstream: a selector binds 200 ConfigMaps of 200 keys, and each
+/// is read against every label of a Pod named `heavy…` (seconds of CEL per review), under
+/// `failure_policy`. Other Pods are excluded by a matchCondition.
+fn slow_fleet(failure_policy: &str) -> Fleet {
+    let mut bound = binding("slow-binding", "slow", &["Deny"]);
+    bound["spec"]["paramRef"] =
+        json!({"selector": {}, "namespace": "team-a", "parameterNotFoundAction": "Deny"});
+    let mut fleet = Fleet::default()
+        .namespace("team-a", &[])
+        .object(policy(
+            "slow",
+            &["CREATE", "UPDATE"],
+            &["pods"],
+            json!({
+                "failurePolicy": failure_policy,
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConditions": [{"name": "heavy", "expression": "object.metadata.name.startsWith('heavy')"}],
+                "validations": [{"expression": "params.data.all(k, object.metadata.labels.all(j, j != k))"}],
+            }),
+        ))
+        .object(bound);
+    for i in 0..200 {
+        let data: serde_json::Map<String, Value> =
+            (0..200).map(|k| (format!("key-{k}"), json!("v"))).collect();
+        fleet = fleet.object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("limits-{i:03}"), "namespace": "team-a"}, "data": data}));
+    }
+    fleet
+}
+
+/// A Pod named `name` with 400 labels.
+fn labelled_pod(name: &str) -> Value {
+    let mut review = pod_named(name);
+    let labels: serde_json::Map<String, Value> =
+        (0..400).map(|i| (format!("label-{i}"), json!("x"))).collect();
+    review["request"]["object"]["metadata"]["labels"] = Value::Object(labels);
+    review
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_policy_holds_up_no_other_review_and_fails_at_the_callers_deadline() {
+    for (failure_policy, allowed) in [("Fail", false), ("Ignore", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        // One serving thread: an evaluation on it would stop every other review.
+        let served = Served::serve(dir.path(), &slow_fleet(failure_policy), &["--threads", "1"]);
+        let address = served.logged("serving", "address").await.expect("serving within 10 s");
+        let started = std::time::Instant::now();
+        let slow: Vec<_> = ["heavy-1", "heavy-2"]
+            .into_iter()
+            .map(|name| {
+                let (address, review) = (address.clone(), labelled_pod(name));
+                tokio::spawn(async move {
+                    crate::support::binary::post_review(&address, "/validate?timeout=3s", &review).await
+                })
+            })
+            .collect();
+        // Until both are being evaluated (a `review` of a fresh process takes milliseconds).
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+        // Meanwhile: a Pod the matchCondition excludes, and a Secret no policy is for.
+        for bystander in [labelled_pod("light"), fixtures::review(crate::support::fixtures::SECRET_CREATE)] {
+            let answer =
+                crate::support::binary::post_review(&address, "/validate?timeout=3s", &bystander).await;
+            assert_eq!(answer["response"]["allowed"], json!(true), "{answer}");
+        }
+        assert!(
+            slow.iter().all(|review| !review.is_finished()),
+            "{failure_policy}: the bystanders were answered only after the slow reviews"
+        );
+
+        for review in slow {
+            let answer = review.await.unwrap();
+            assert_eq!(answer["response"]["allowed"], json!(allowed), "{failure_policy}: {answer}");
+            if !allowed {
+                let message = answer["response"]["status"]["message"].as_str().unwrap_or_default();
+                assert!(message.contains("the review's deadline passed"), "{message}");
+            }
+        }
+        // Answered by the caller's deadline (the gateway keeps a margin for its answer), with
+        // room for a loaded machine's scheduling.
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(5), "{failure_policy}: answered after {elapsed:?}");
+    }
+}

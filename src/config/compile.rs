@@ -83,7 +83,8 @@ pub(crate) struct Hook {
     /// The pooled client for this webhook's client configuration, or why there is none.
     pub(crate) client: Result<Client, String>,
     /// `matchConditions`, compiled (§4.5); empty when there are none.
-    pub(crate) match_conditions: Vec<MatchCondition>,
+    /// Shared with each review's evaluation thread by reference count.
+    pub(crate) match_conditions: Arc<[MatchCondition]>,
     /// The variables any of them reads, converted only when some condition needs them.
     pub(crate) condition_uses: Uses,
     /// `matchPolicy: Equivalent`: the snapshot's registry of equivalent resources (§4.2);
@@ -359,7 +360,7 @@ fn compile_hook(
         url,
         client,
         condition_uses: match_conditions.iter().fold(Uses::default(), |uses, c| uses.union(c.program.uses)),
-        match_conditions,
+        match_conditions: match_conditions.into(),
         equivalence: (webhook.match_policy.as_deref() == Some("Equivalent")).then(|| equivalence.clone()),
         // Refused at load when invalid.
         mode: Mode::of(config).unwrap_or_default(),

@@ -134,7 +134,7 @@ async fn off_thread(
     variables: &Variables,
     deadline: Option<tokio::time::Instant>,
 ) -> Outcome {
-    let owned = hook.match_conditions.clone();
+    let owned = std::sync::Arc::clone(&hook.match_conditions);
     // Shared, not copied: the converted values are reference counted.
     let shared = variables.clone();
     let until = deadline.map(tokio::time::Instant::into_std);

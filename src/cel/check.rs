@@ -19,7 +19,7 @@
 //! failurePolicy (docs/differences.md).
 
 use cel_engine::ast::{CallExpr, Expr, IdedExpr};
-use cel_engine::check::{CheckedType, TypeEnv};
+use cel_engine::check::{display_errors, CheckError, CheckedType, TypeEnv};
 use cel_engine::Declarations;
 
 use super::{registry, Program, Uses};
@@ -48,19 +48,22 @@ pub(super) const AUTHORIZER_SLOT: usize = 4;
 /// creation (cel-go's checker and the environment's validators, `cel_engine::check`), its
 /// result type checked, then built; every refusal in the API server's words.
 pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String> {
-    let failed = |errors: &[String]| {
-        let errors: Vec<String> = errors.iter().map(|e| format!("ERROR: <input>: {e}")).collect();
-        format!("compilation failed: {}", errors.join("\n"))
-    };
+    // k8s plugin/cel/compile.go: `compilation failed: ` and cel-go's `Issues.String()`.
+    let failed =
+        |errors: &[CheckError]| format!("compilation failed: {}", display_errors(errors, expression));
     let parsed = cel_engine::parse(expression).map_err(|errors| format!("compilation failed: {errors}"))?;
     let mut walker = Walker { env: env.clone(), ..Walker::default() };
-    walker.walk(&parsed);
+    walker.walk(&parsed.expr);
     if !walker.errors.is_empty() {
-        return Err(failed(&walker.errors));
+        let errors: Vec<CheckError> = walker
+            .errors
+            .into_iter()
+            .map(|(id, message)| CheckError::at(id, message, &parsed.source_info))
+            .collect();
+        return Err(failed(&errors));
     }
     let types = type_env(env);
-    let checked = cel_engine::check::check_detailed(&parsed, &types)
-        .map_err(|errors| failed(&errors.into_iter().map(|e| e.message).collect::<Vec<_>>()))?;
+    let checked = cel_engine::check::check_detailed(&parsed, &types).map_err(|errors| failed(&errors))?;
     let expected: &[CheckedType] = match env.result {
         Returns::Bool => &[CheckedType::Bool],
         Returns::String => &[CheckedType::String],
@@ -86,7 +89,7 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
         if error.starts_with(cel_engine::compile::INSTANTIATION_FAILED) {
             error
         } else {
-            failed(&[error])
+            format!("compilation failed: ERROR: <input>: {error}")
         }
     })?;
     let reads = |slot: usize| program.reads.get(slot).copied().unwrap_or(false);
@@ -160,7 +163,8 @@ struct Walker {
     env: Env,
     /// Comprehension variables in scope, innermost last.
     scope: Vec<String>,
-    errors: Vec<String>,
+    /// Each error with the id of the node it is at.
+    errors: Vec<(u64, String)>,
 }
 
 /// The root identifier and field names of a plain selection chain `a.b.c`.
@@ -209,14 +213,12 @@ impl Walker {
                 || (name == VARIABLES && self.env.variables.is_some()))
     }
 
-    fn error(&mut self, error: String) {
-        if !self.errors.contains(&error) {
-            self.errors.push(error);
-        }
+    fn error(&mut self, id: u64, error: String) {
+        self.errors.push((id, error));
     }
 
-    fn undeclared(&mut self, name: &str) {
-        self.error(format!("undeclared reference to '{name}' (in container '')"));
+    fn undeclared(&mut self, id: u64, name: &str) {
+        self.error(id, format!("undeclared reference to '{name}' (in container '')"));
     }
 
     fn walk(&mut self, expr: &IdedExpr) {
@@ -226,14 +228,15 @@ impl Walker {
                     return;
                 }
                 match name.as_str() {
-                    VARIABLES if self.env.variables.is_some() => {
-                        self.error("admission-gateway reads variables only as variables.<name>".to_owned())
-                    }
+                    VARIABLES if self.env.variables.is_some() => self.error(
+                        expr.id,
+                        "admission-gateway reads variables only as variables.<name>".to_owned(),
+                    ),
                     n if self.declared(n) => {}
                     // Type names (`int`, `string`, …) and qualified function prefixes are the
                     // engine's to resolve.
                     n if cel_engine::Type::from_ident(n).is_some() => {}
-                    n => self.undeclared(n),
+                    n => self.undeclared(expr.id, n),
                 }
             }
             Expr::Select(select) => {
@@ -243,7 +246,7 @@ impl Walker {
                 {
                     let known = self.env.variables.as_ref().is_some_and(|v| v.contains(&select.field));
                     if !known {
-                        self.error(format!("undefined field '{}'", select.field));
+                        self.error(expr.id, format!("undefined field '{}'", select.field));
                     }
                     return;
                 }
@@ -281,12 +284,15 @@ impl Walker {
                     }
                 }
             }
-            Expr::Struct(structure) => self.error(format!(
-                "undeclared reference to '{}' (in container ''): message construction is not supported",
-                structure.type_name
-            )),
+            Expr::Struct(structure) => self.error(
+                expr.id,
+                format!(
+                    "undeclared reference to '{}' (in container ''): message construction is not supported",
+                    structure.type_name
+                ),
+            ),
             Expr::Literal(_) => {}
-            Expr::Unspecified => self.error("unspecified expression".to_owned()),
+            Expr::Unspecified => self.error(expr.id, "unspecified expression".to_owned()),
         }
     }
 

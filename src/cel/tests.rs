@@ -464,7 +464,10 @@ fn compile_errors() {
     let cases: &[(&str, &str)] = &[
         ("object.metadata.name ==", "compilation failed: ERROR: <input>:1:"),
         ("1 +* 2", "compilation failed: ERROR: <input>:1:"),
-        ("foo == 1", "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')"),
+        (
+            "foo == 1",
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo == 1\n | ^",
+        ),
         ("params.x == 1", "undeclared reference to 'params' (in container '')"),
         ("object.spec.containers.all(c, d.name == 'x')", "undeclared reference to 'd' (in container '')"),
         // Not in the API server's 1.36 environment.
@@ -480,7 +483,7 @@ fn compile_errors() {
         ("int('12x') == 12", "program instantiation failed: type conversion error from 'string' to 'int'"),
         ("authorizer.group('apps').check('get').allowed()", "found no matching overload for 'check'"),
         ("object.name.nosuch()", "undeclared reference to 'nosuch' (in container '')"),
-        ("request.uid == 'x'", "compilation failed: ERROR: <input>: undefined field 'uid'"),
+        ("request.uid == 'x'", "compilation failed: ERROR: <input>:1:8: undefined field 'uid'\n | request.uid == 'x'\n | .......^"),
         ("request.object.metadata.name == 'x'", "undefined field 'object'"),
         ("request.userInfo.name == 'x'", "undefined field 'name'"),
         ("request.kind.resource == 'x'", "undefined field 'resource'"),

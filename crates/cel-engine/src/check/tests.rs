@@ -664,7 +664,7 @@ fn differential_dump() {
         let source: String = serde_json::from_str(line).unwrap();
         let out = match crate::parse(&source) {
             Err(e) => serde_json::json!({"ok": false, "err": [format!("PARSE {e}")]}),
-            Ok(parsed) => match check_detailed(&source::restore_exists_one_calls(&parsed, &source), &env) {
+            Ok(parsed) => match check_detailed(&source::restore_exists_one_calls(&parsed), &env) {
                 Err(errors) => {
                     let messages: Vec<String> = errors.into_iter().map(|e| e.message).collect();
                     serde_json::json!({"ok": false, "err": messages})
@@ -685,11 +685,18 @@ fn exists_one_spelled_exists_one_is_a_call() {
     let env = env();
     assert_eq!(
         check_source("[1].existsOne(x, x == 1)", &env).map(|c| c.output),
-        Err(vec![
-            "undeclared reference to 'x' (in container '')".into(),
-            "undeclared reference to 'x' (in container '')".into(),
-            "undeclared reference to 'existsOne' (in container '')".into(),
-        ])
+        Err([
+            "ERROR: <input>:1:14: undeclared reference to 'existsOne' (in container '')",
+            " | [1].existsOne(x, x == 1)",
+            " | .............^",
+            "ERROR: <input>:1:15: undeclared reference to 'x' (in container '')",
+            " | [1].existsOne(x, x == 1)",
+            " | ..............^",
+            "ERROR: <input>:1:18: undeclared reference to 'x' (in container '')",
+            " | [1].existsOne(x, x == 1)",
+            " | .................^",
+        ]
+        .join("\n"))
     );
     assert_eq!(check_source("[1].exists_one(x, x == 1)", &env).map(|c| c.output), Ok(CheckedType::Bool));
     assert_eq!(

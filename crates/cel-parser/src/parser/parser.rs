@@ -226,7 +226,7 @@ impl Parser {
 
         let mut errors = parse_errors.take();
         errors.extend(self.errors);
-        errors.sort_by(|a, b| a.pos.cmp(&b.pos));
+        errors.sort_by_key(|a| a.pos);
 
         if errors.is_empty() {
             r.map(|expr| ast::Ast {
@@ -690,7 +690,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 IdedExpr::default()
             }
             Some(member) => {
-                if ctx.ops.len() % 2 == 0 {
+                if ctx.ops.len().is_multiple_of(2) {
                     self.visit(member.as_ref());
                 }
                 let op_id = self.helper.next_id(&ctx.ops[0]);
@@ -706,7 +706,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 self.report_error::<ParseError, _>(&ctx.start(), None, "No `MemberContextAll`!")
             }
             Some(member) => {
-                if ctx.ops.len() % 2 == 0 {
+                if ctx.ops.len().is_multiple_of(2) {
                     self.visit(member.as_ref());
                 }
                 let op_id = self.helper.next_id(&ctx.ops[0]);
@@ -745,7 +745,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 return if self.enable_optional_syntax {
                     let field_literal = self.helper.next_expr(
                         op.as_ref(),
-                        Expr::Literal(LiteralValue::String(field.clone().into())),
+                        Expr::Literal(LiteralValue::String(field.clone())),
                     );
                     let op_id = self.helper.next_id(op.as_ref());
                     self.global_call_or_macro(
@@ -937,7 +937,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 Err(e) => return self.report_error(token, Some(e), "invalid int literal"),
             };
             self.helper
-                .next_expr(token, Expr::Literal(LiteralValue::Int(val.into())))
+                .next_expr(token, Expr::Literal(LiteralValue::Int(val)))
         } else {
             self.report_error::<ParseError, _>(&ctx.start(), None, "Incomplete Int!")
         }
@@ -956,7 +956,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 Err(e) => return self.report_error(token, Some(e), "invalid uint literal"),
             };
             self.helper
-                .next_expr(token, Expr::Literal(LiteralValue::UInt(val.into())))
+                .next_expr(token, Expr::Literal(LiteralValue::UInt(val)))
         } else {
             self.report_error::<ParseError, _>(&ctx.start(), None, "Incomplete Uint!")
         }
@@ -968,7 +968,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
             match string.parse::<f64>() {
                 Ok(d) if d.is_finite() => self
                     .helper
-                    .next_expr(token, Expr::Literal(LiteralValue::Double(d.into()))),
+                    .next_expr(token, Expr::Literal(LiteralValue::Double(d))),
                 Err(e) => self.report_error(token, Some(e), "invalid double literal"),
                 _ => self.report_error(token, None::<ParseError>, "invalid double literal"),
             }
@@ -986,7 +986,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
             match parse::parse_string(&ctx.get_text()) {
                 Ok(string) => self
                     .helper
-                    .next_expr(token, Expr::Literal(LiteralValue::String(string.into()))),
+                    .next_expr(token, Expr::Literal(LiteralValue::String(string))),
                 Err(e) => self.report_error::<ParseError, _>(
                     token,
                     None,
@@ -1008,7 +1008,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
             match parse::parse_bytes(&string[2..string.len() - 1]) {
                 Ok(bytes) => self
                     .helper
-                    .next_expr(token, Expr::Literal(LiteralValue::Bytes(bytes.into()))),
+                    .next_expr(token, Expr::Literal(LiteralValue::Bytes(bytes))),
                 Err(e) => {
                     self.report_error::<ParseError, _>(
                         token,
@@ -1031,7 +1031,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
         match ctx.tok.as_deref() {
             Some(tok) => self
                 .helper
-                .next_expr(tok, Expr::Literal(LiteralValue::Boolean(true.into()))),
+                .next_expr(tok, Expr::Literal(LiteralValue::Boolean(true))),
             None => self.report_error::<ParseError, _>(&ctx.start(), None, "Incomplete bool!"),
         }
     }
@@ -1040,7 +1040,7 @@ impl gen::CELVisitorCompat<'_> for Parser {
         match ctx.tok.as_deref() {
             Some(token) => self
                 .helper
-                .next_expr(token, Expr::Literal(LiteralValue::Boolean(false.into()))),
+                .next_expr(token, Expr::Literal(LiteralValue::Boolean(false))),
             None => self.report_error::<ParseError, _>(&ctx.start(), None, "Incomplete bool!"),
         }
     }

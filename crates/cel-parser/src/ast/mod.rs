@@ -206,3 +206,29 @@ pub struct OffsetRange {
     pub start: u32,
     pub stop: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Expr, IdedExpr, Location};
+    use crate::Parser;
+
+    fn ident<'a>(e: &'a IdedExpr, name: &str) -> Option<&'a IdedExpr> {
+        match &e.expr {
+            Expr::Ident(n) if n == name => Some(e),
+            Expr::Call(c) => c.args.iter().find_map(|a| ident(a, name)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn parse_keeps_each_nodes_offset_and_locations_count_characters() {
+        let ast = Parser::new().parse("a +\n  'é' + b").expect("parses");
+        let b = ident(&ast.expr, "b").expect("b");
+        assert_eq!(ast.source_info.offset_for(b.id), Some((13, 13)));
+        assert_eq!(
+            ast.source_info.start_location(b.id),
+            Some(Location { line: 2, column: 8 })
+        );
+        assert_eq!(ast.source_info.start_location(u64::MAX), None);
+    }
+}

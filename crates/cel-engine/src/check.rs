@@ -11,7 +11,8 @@
 //! What the API server refuses at creation, in its order (k8s `CompileCELExpression`):
 //! 1. parse errors;
 //! 2. [`check_detailed`] errors (`compilation failed: …`): the macros cel-go expands at
-//!    parse time and the `cel` crate leaves as calls, the checker, the validators;
+//!    parse time and the parser (`crates/cel-parser`) leaves as calls, the checker, the
+//!    validators; each error at its position, in cel-go's report ([`display_errors`]);
 //! 3. [`check_result_type`] (`must evaluate to bool but got dyn`) against the expression's
 //!    return types: `[bool]` for validations and matchConditions, `[string]` for
 //!    messageExpression, `[string, null_type]` for auditAnnotations' valueExpression, none

@@ -1,4 +1,4 @@
-//! From source to a [`Program`]: the `cel` crate parses (its grammar, its macro expansion);
+//! From source to a [`Program`]: `crates/cel-parser` parses (the `cel` crate's grammar and macros);
 //! here names are resolved once — comprehension variables to slots, declared variables to
 //! the activation's indexes, type names to constants, calls to their overloads — the macros
 //! the parser leaves as calls (two-variable comprehensions, `cel.bind`, the optional macros,

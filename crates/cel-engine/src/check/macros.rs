@@ -1,4 +1,4 @@
-//! The macros cel-go expands at parse time that the `cel` crate's parser leaves as calls:
+//! The macros cel-go expands at parse time that the parser (`crates/cel-parser`) leaves as calls:
 //! the two-variable comprehensions (`ext.TwoVarComprehensions`), `optMap`/`optFlatMap`
 //! (optionals) and `sortBy` (`ext.Lists` v2+), expanded here exactly as cel-go expands them,
 //! so that the checker sees (and reports on) the tree cel-go checks. `cel.bind` is not

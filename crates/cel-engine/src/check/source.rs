@@ -1,4 +1,4 @@
-//! What the parsed tree no longer tells: the `cel` crate's parser expands
+//! What the parsed tree no longer tells: the parser (`crates/cel-parser`) expands
 //! `range.existsOne(x, p)` as it expands `range.exists_one(x, p)`, while the API server's
 //! environment has no two-argument `existsOne` macro (cel-go's `StandardMacros` hold
 //! `exists_one` only; `existsOne` takes three arguments, from the two-variable

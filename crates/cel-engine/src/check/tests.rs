@@ -842,6 +842,19 @@ fn errors_are_reported_at_their_position_as_cel_go_prints_them() {
             "\tfoo == 1",
             &["ERROR: <input>:1:2: undeclared reference to 'foo' (in container '')", " |  foo == 1", " | .^"],
         ),
+        // A negative number is at its sign.
+        (
+            "'%x'.format([-0.0]) == ''",
+            &[
+                "ERROR: <input>:1:14: error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given double",
+                " | '%x'.format([-0.0]) == ''",
+                " | .............^",
+            ],
+        ),
+        (
+            "[1].all(x, -2)",
+            &["ERROR: <input>:1:12: expected type 'bool' but found 'int'", " | [1].all(x, -2)", " | ...........^"],
+        ),
         // Columns count characters; the padding under a wide one is full-width.
         (
             "'héllo' == 'a' && 'ü' + 1 == 'b'",

@@ -936,8 +936,11 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 Ok(v) => v,
                 Err(e) => return self.report_error(token, Some(e), "invalid int literal"),
             };
+            // At the literal's start, its sign if it has one (cel-go parser/parser.go
+            // `VisitInt`: the id of the context).
+            let start = ctx.sign.as_ref().unwrap_or(token);
             self.helper
-                .next_expr(token, Expr::Literal(LiteralValue::Int(val)))
+                .next_expr(start, Expr::Literal(LiteralValue::Int(val)))
         } else {
             self.report_error::<ParseError, _>(&ctx.start(), None, "Incomplete Int!")
         }
@@ -966,9 +969,11 @@ impl gen::CELVisitorCompat<'_> for Parser {
         let string = ctx.get_text();
         if let Some(token) = ctx.tok.as_ref() {
             match string.parse::<f64>() {
-                Ok(d) if d.is_finite() => self
-                    .helper
-                    .next_expr(token, Expr::Literal(LiteralValue::Double(d))),
+                // At the literal's start, its sign if it has one (cel-go `VisitDouble`).
+                Ok(d) if d.is_finite() => self.helper.next_expr(
+                    ctx.sign.as_ref().unwrap_or(token),
+                    Expr::Literal(LiteralValue::Double(d)),
+                ),
                 Err(e) => self.report_error(token, Some(e), "invalid double literal"),
                 _ => self.report_error(token, None::<ParseError>, "invalid double literal"),
             }

@@ -1,22 +1,16 @@
 //! Load-time checks, then compilation by the CEL engine (`crates/cel-engine`).
 //!
-//! cel-go type-checks against the API server's declarations (compile.go: `object`,
+//! An expression is checked as the API server checks it at creation: parsed, type-checked by
+//! the engine's checker (cel-go's, against the declarations of plugin/cel/compile.go: `object`,
 //! `oldObject` dyn, `request` a typed AdmissionRequest, `authorizer`, `namespaceObject`,
-//! `params`, `variables`). What is checked here, every problem of an expression reported:
-//! - every identifier is a declared variable or a comprehension variable
-//!   (`undeclared reference to 'x' (in container '')`);
-//! - fields selected from `request` exist in its declared type (`undefined field 'x'`), and
-//!   `variables.x` names a variable declared before;
-//! - message construction (`Foo{…}`) is refused (no message types are declared);
-//! - the result is a bool when its type is evident: literals, `request` fields, `object…`
-//!   paths (dyn), arithmetic with a typed operand, conversions, `map`/`filter`
-//!   (`must evaluate to bool but got int`).
+//! `params`, `variables`) and the environment's validators, its result type checked; a refusal
+//! is upstream's text, `compilation failed: ` and cel-go's report of every error with its
+//! position (`ERROR: <input>:1:3: …`, the line, a caret).
 //!
-//! Then the engine compiles: every function must exist with that many arguments
-//! (`undeclared reference to 'f' (in container '')`, `found no matching overload for …`).
-//! Argument types and result types that need inference are not checked at load (cel-go's
-//! checker would refuse some of them): such an expression fails when evaluated, under the
-//! failurePolicy (docs/differences.md).
+//! Then the walker refuses what only the gateway cannot run, in the same report: `variables`
+//! other than as `variables.<name>`, and, should the checker let them through, undeclared
+//! names, unknown `request` fields and `variables.x` not declared before, message construction.
+//! Then the engine compiles.
 
 use cel_engine::ast::{CallExpr, Expr, IdedExpr};
 use cel_engine::check::{display_errors, CheckError, CheckedType, TypeEnv};
@@ -52,6 +46,10 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
     let failed =
         |errors: &[CheckError]| format!("compilation failed: {}", display_errors(errors, expression));
     let parsed = cel_engine::parse(expression).map_err(|errors| format!("compilation failed: {errors}"))?;
+    // The checker first: what it refuses, upstream refuses with the same report (all its
+    // errors); the walker then refuses what only the gateway cannot run.
+    let types = type_env(env);
+    let checked = cel_engine::check::check_detailed(&parsed, &types).map_err(|errors| failed(&errors))?;
     let mut walker = Walker { env: env.clone(), ..Walker::default() };
     walker.walk(&parsed.expr);
     if !walker.errors.is_empty() {
@@ -62,8 +60,6 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
             .collect();
         return Err(failed(&errors));
     }
-    let types = type_env(env);
-    let checked = cel_engine::check::check_detailed(&parsed, &types).map_err(|errors| failed(&errors))?;
     let expected: &[CheckedType] = match env.result {
         Returns::Bool => &[CheckedType::Bool],
         Returns::String => &[CheckedType::String],

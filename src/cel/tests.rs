@@ -487,7 +487,15 @@ fn compile_errors() {
         ("request.object.metadata.name == 'x'", "undefined field 'object'"),
         ("request.userInfo.name == 'x'", "undefined field 'name'"),
         ("request.kind.resource == 'x'", "undefined field 'resource'"),
-        ("Foo{a: 1} == null", "message construction is not supported"),
+        (
+            "Foo{a: 1} == null",
+            "compilation failed: ERROR: <input>:1:4: undeclared reference to 'Foo' (in container '')\n | Foo{a: 1} == null\n | ...^",
+        ),
+        // Every error of the checker, in the order of their positions.
+        (
+            "nope == 1 && 1 + 1.0 == 2.0",
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope' (in container '')\n | nope == 1 && 1 + 1.0 == 2.0\n | ^\nERROR: <input>:1:16: found no matching overload for '_+_' applied to '(int, double)'\n | nope == 1 && 1 + 1.0 == 2.0\n | ...............^",
+        ),
         ("1", "must evaluate to bool but got int"),
         ("'yes'", "must evaluate to bool but got string"),
         ("[true]", "must evaluate to bool but got list(bool)"),

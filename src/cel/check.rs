@@ -45,7 +45,8 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
     // k8s plugin/cel/compile.go: `compilation failed: ` and cel-go's `Issues.String()`.
     let failed =
         |errors: &[CheckError]| format!("compilation failed: {}", display_errors(errors, expression));
-    let parsed = cel_engine::parse(expression).map_err(|errors| format!("compilation failed: {errors}"))?;
+    let parsed = cel_engine::check::parse_source(expression)
+        .map_err(|errors| format!("compilation failed: {errors}"))?;
     // The checker first: what it refuses, upstream refuses with the same report (all its
     // errors); the walker then refuses what only the gateway cannot run.
     let types = type_env(env);

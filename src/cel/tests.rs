@@ -491,6 +491,8 @@ fn compile_errors() {
             "Foo{a: 1} == null",
             "compilation failed: ERROR: <input>:1:4: undeclared reference to 'Foo' (in container '')\n | Foo{a: 1} == null\n | ...^",
         ),
+        // No two-argument `existsOne` macro upstream: the call of an undeclared function.
+        ("[1].existsOne(x, x == 1)", "compilation failed: ERROR: <input>:1:14: undeclared reference to 'existsOne'"),
         // Every error of the checker, in the order of their positions.
         (
             "nope == 1 && 1 + 1.0 == 2.0",

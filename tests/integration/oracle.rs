@@ -901,6 +901,7 @@ fn corpus() -> Vec<Case> {
         // Refused at creation: cel-go's report, positions and excerpts, compared.
         ("refused-two-errors", "x + y == 1"),
         ("refused-name-and-type", "nope == 1 && 1 + 1.0 == 2.0"),
+        ("refused-exists-one-two-arguments", "[1].existsOne(x, x == 1)"),
         ("refused-second-line", "object.metadata.name == 'a' &&\n  y == 2"),
         ("refused-leading-tab", "\tfoo == 1"),
         ("refused-wide-characters", "'日本語' + x == 'a'"),

@@ -130,14 +130,18 @@ pub fn check(ast: &Ast, env: &TypeEnv) -> Result<CheckedType, Vec<String>> {
 /// cel-go's `common.Errors` keeps the first 100 errors and reports how many it dropped.
 pub(crate) const MAX_ERRORS: usize = 100;
 
-/// Parses and checks `source`: [`check_detailed`], and what only the source tells — a
-/// two-argument `existsOne` is no macro in the API server's environment (the parser expands
-/// it as `exists_one`), so it is checked as the call of an undeclared function, as upstream
-/// checks it. `Err` holds the parse error's text, or cel-go's report of its errors
-/// ([`display_errors`]).
+/// Parses `source` as the API server's environment does: [`crate::parse`], and what only the
+/// source tells — a two-argument `existsOne` is no macro there (the parser expands it as
+/// `exists_one`), so it is turned back into the call of an undeclared function, as upstream
+/// checks it. `Err` holds the parse error's text.
+pub fn parse_source(source: &str) -> Result<Ast, String> {
+    Ok(source::restore_exists_one_calls(&crate::parse(source)?))
+}
+
+/// [`parse_source`] and [`check_detailed`]. `Err` holds the parse error's text, or cel-go's
+/// report of the errors ([`display_errors`]).
 pub fn check_source(source: &str, env: &TypeEnv) -> Result<Checked, String> {
-    let parsed = source::restore_exists_one_calls(&crate::parse(source)?);
-    check_detailed(&parsed, env).map_err(|errors| display_errors(&errors, source))
+    check_detailed(&parse_source(source)?, env).map_err(|errors| display_errors(&errors, source))
 }
 
 /// [`check`] with the ids of the errors and the program-instantiation outcome.

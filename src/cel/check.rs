@@ -1,25 +1,19 @@
 //! Load-time checks, then compilation by the CEL engine (`crates/cel-engine`).
 //!
-//! cel-go type-checks against the API server's declarations (compile.go: `object`,
+//! An expression is checked as the API server checks it at creation: parsed, type-checked by
+//! the engine's checker (cel-go's, against the declarations of plugin/cel/compile.go: `object`,
 //! `oldObject` dyn, `request` a typed AdmissionRequest, `authorizer`, `namespaceObject`,
-//! `params`, `variables`). What is checked here, every problem of an expression reported:
-//! - every identifier is a declared variable or a comprehension variable
-//!   (`undeclared reference to 'x' (in container '')`);
-//! - fields selected from `request` exist in its declared type (`undefined field 'x'`), and
-//!   `variables.x` names a variable declared before;
-//! - message construction (`Foo{…}`) is refused (no message types are declared);
-//! - the result is a bool when its type is evident: literals, `request` fields, `object…`
-//!   paths (dyn), arithmetic with a typed operand, conversions, `map`/`filter`
-//!   (`must evaluate to bool but got int`).
+//! `params`, `variables`) and the environment's validators, its result type checked; a refusal
+//! is upstream's text, `compilation failed: ` and cel-go's report of every error with its
+//! position (`ERROR: <input>:1:3: …`, the line, a caret).
 //!
-//! Then the engine compiles: every function must exist with that many arguments
-//! (`undeclared reference to 'f' (in container '')`, `found no matching overload for …`).
-//! Argument types and result types that need inference are not checked at load (cel-go's
-//! checker would refuse some of them): such an expression fails when evaluated, under the
-//! failurePolicy (docs/differences.md).
+//! Then the walker refuses what only the gateway cannot run, in the same report: `variables`
+//! other than as `variables.<name>`, and, should the checker let them through, undeclared
+//! names, unknown `request` fields and `variables.x` not declared before, message construction.
+//! Then the engine compiles.
 
 use cel_engine::ast::{CallExpr, Expr, IdedExpr};
-use cel_engine::check::{CheckedType, TypeEnv};
+use cel_engine::check::{display_errors, CheckError, CheckedType, TypeEnv};
 use cel_engine::Declarations;
 
 use super::{registry, Program, Uses};
@@ -48,19 +42,25 @@ pub(super) const AUTHORIZER_SLOT: usize = 4;
 /// creation (cel-go's checker and the environment's validators, `cel_engine::check`), its
 /// result type checked, then built; every refusal in the API server's words.
 pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String> {
-    let failed = |errors: &[String]| {
-        let errors: Vec<String> = errors.iter().map(|e| format!("ERROR: <input>: {e}")).collect();
-        format!("compilation failed: {}", errors.join("\n"))
-    };
-    let parsed = cel_engine::parse(expression).map_err(|errors| format!("compilation failed: {errors}"))?;
-    let mut walker = Walker { env: env.clone(), ..Walker::default() };
-    walker.walk(&parsed);
-    if !walker.errors.is_empty() {
-        return Err(failed(&walker.errors));
-    }
+    // k8s plugin/cel/compile.go: `compilation failed: ` and cel-go's `Issues.String()`.
+    let failed =
+        |errors: &[CheckError]| format!("compilation failed: {}", display_errors(errors, expression));
+    let parsed = cel_engine::check::parse_source(expression)
+        .map_err(|errors| format!("compilation failed: {errors}"))?;
+    // The checker first: what it refuses, upstream refuses with the same report (all its
+    // errors); the walker then refuses what only the gateway cannot run.
     let types = type_env(env);
-    let checked = cel_engine::check::check_detailed(&parsed, &types)
-        .map_err(|errors| failed(&errors.into_iter().map(|e| e.message).collect::<Vec<_>>()))?;
+    let checked = cel_engine::check::check_detailed(&parsed, &types).map_err(|errors| failed(&errors))?;
+    let mut walker = Walker { env: env.clone(), ..Walker::default() };
+    walker.walk(&parsed.expr);
+    if !walker.errors.is_empty() {
+        let errors: Vec<CheckError> = walker
+            .errors
+            .into_iter()
+            .map(|(id, message)| CheckError::at(id, message, &parsed.source_info))
+            .collect();
+        return Err(failed(&errors));
+    }
     let expected: &[CheckedType] = match env.result {
         Returns::Bool => &[CheckedType::Bool],
         Returns::String => &[CheckedType::String],
@@ -86,7 +86,7 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
         if error.starts_with(cel_engine::compile::INSTANTIATION_FAILED) {
             error
         } else {
-            failed(&[error])
+            format!("compilation failed: ERROR: <input>: {error}")
         }
     })?;
     let reads = |slot: usize| program.reads.get(slot).copied().unwrap_or(false);
@@ -160,7 +160,8 @@ struct Walker {
     env: Env,
     /// Comprehension variables in scope, innermost last.
     scope: Vec<String>,
-    errors: Vec<String>,
+    /// Each error with the id of the node it is at.
+    errors: Vec<(u64, String)>,
 }
 
 /// The root identifier and field names of a plain selection chain `a.b.c`.
@@ -209,14 +210,12 @@ impl Walker {
                 || (name == VARIABLES && self.env.variables.is_some()))
     }
 
-    fn error(&mut self, error: String) {
-        if !self.errors.contains(&error) {
-            self.errors.push(error);
-        }
+    fn error(&mut self, id: u64, error: String) {
+        self.errors.push((id, error));
     }
 
-    fn undeclared(&mut self, name: &str) {
-        self.error(format!("undeclared reference to '{name}' (in container '')"));
+    fn undeclared(&mut self, id: u64, name: &str) {
+        self.error(id, format!("undeclared reference to '{name}' (in container '')"));
     }
 
     fn walk(&mut self, expr: &IdedExpr) {
@@ -226,14 +225,15 @@ impl Walker {
                     return;
                 }
                 match name.as_str() {
-                    VARIABLES if self.env.variables.is_some() => {
-                        self.error("admission-gateway reads variables only as variables.<name>".to_owned())
-                    }
+                    VARIABLES if self.env.variables.is_some() => self.error(
+                        expr.id,
+                        "admission-gateway reads variables only as variables.<name>".to_owned(),
+                    ),
                     n if self.declared(n) => {}
                     // Type names (`int`, `string`, …) and qualified function prefixes are the
                     // engine's to resolve.
                     n if cel_engine::Type::from_ident(n).is_some() => {}
-                    n => self.undeclared(n),
+                    n => self.undeclared(expr.id, n),
                 }
             }
             Expr::Select(select) => {
@@ -243,7 +243,7 @@ impl Walker {
                 {
                     let known = self.env.variables.as_ref().is_some_and(|v| v.contains(&select.field));
                     if !known {
-                        self.error(format!("undefined field '{}'", select.field));
+                        self.error(expr.id, format!("undefined field '{}'", select.field));
                     }
                     return;
                 }
@@ -281,12 +281,15 @@ impl Walker {
                     }
                 }
             }
-            Expr::Struct(structure) => self.error(format!(
-                "undeclared reference to '{}' (in container ''): message construction is not supported",
-                structure.type_name
-            )),
+            Expr::Struct(structure) => self.error(
+                expr.id,
+                format!(
+                    "undeclared reference to '{}' (in container ''): message construction is not supported",
+                    structure.type_name
+                ),
+            ),
             Expr::Literal(_) => {}
-            Expr::Unspecified => self.error("unspecified expression".to_owned()),
+            Expr::Unspecified => self.error(expr.id, "unspecified expression".to_owned()),
         }
     }
 

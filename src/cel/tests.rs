@@ -464,7 +464,10 @@ fn compile_errors() {
     let cases: &[(&str, &str)] = &[
         ("object.metadata.name ==", "compilation failed: ERROR: <input>:1:"),
         ("1 +* 2", "compilation failed: ERROR: <input>:1:"),
-        ("foo == 1", "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')"),
+        (
+            "foo == 1",
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo == 1\n | ^",
+        ),
         ("params.x == 1", "undeclared reference to 'params' (in container '')"),
         ("object.spec.containers.all(c, d.name == 'x')", "undeclared reference to 'd' (in container '')"),
         // Not in the API server's 1.36 environment.
@@ -480,11 +483,21 @@ fn compile_errors() {
         ("int('12x') == 12", "program instantiation failed: type conversion error from 'string' to 'int'"),
         ("authorizer.group('apps').check('get').allowed()", "found no matching overload for 'check'"),
         ("object.name.nosuch()", "undeclared reference to 'nosuch' (in container '')"),
-        ("request.uid == 'x'", "compilation failed: ERROR: <input>: undefined field 'uid'"),
+        ("request.uid == 'x'", "compilation failed: ERROR: <input>:1:8: undefined field 'uid'\n | request.uid == 'x'\n | .......^"),
         ("request.object.metadata.name == 'x'", "undefined field 'object'"),
         ("request.userInfo.name == 'x'", "undefined field 'name'"),
         ("request.kind.resource == 'x'", "undefined field 'resource'"),
-        ("Foo{a: 1} == null", "message construction is not supported"),
+        (
+            "Foo{a: 1} == null",
+            "compilation failed: ERROR: <input>:1:4: undeclared reference to 'Foo' (in container '')\n | Foo{a: 1} == null\n | ...^",
+        ),
+        // No two-argument `existsOne` macro upstream: the call of an undeclared function.
+        ("[1].existsOne(x, x == 1)", "compilation failed: ERROR: <input>:1:14: undeclared reference to 'existsOne'"),
+        // Every error of the checker, in the order of their positions.
+        (
+            "nope == 1 && 1 + 1.0 == 2.0",
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope' (in container '')\n | nope == 1 && 1 + 1.0 == 2.0\n | ^\nERROR: <input>:1:16: found no matching overload for '_+_' applied to '(int, double)'\n | nope == 1 && 1 + 1.0 == 2.0\n | ...............^",
+        ),
         ("1", "must evaluate to bool but got int"),
         ("'yes'", "must evaluate to bool but got string"),
         ("[true]", "must evaluate to bool but got list(bool)"),

@@ -3,7 +3,8 @@
 //! validate -o json` and through the upstream oracle (`tests/oracle/main.go`: k8s.io/apiserver
 //! 0.36's own ValidatingAdmissionPolicy plugin, provisioned by `support::provision::oracle`),
 //! and the outcomes are compared: the decision (allowed, HTTP code; or the configuration refused
-//! at creation) and the texts (reason, message, warnings, audit annotations).
+//! at creation) and the texts (reason, message, warnings, audit annotations; of a refusal, what
+//! CEL says of the refused expression).
 //!
 //! Two sets of cases:
 //! - **the corpus**, named cases written here (the CEL library, sizes, null parameters, errors,
@@ -47,8 +48,9 @@ const SEED: u64 = 0x05ee_d0f0_ac1e;
 /// the `cel` crate (fcda634) 806‰ decisions, 731‰ messages; on the workspace's engine
 /// (crates/cel-engine) 1000‰ decisions (600), 996‰ messages (598: the two others are audit
 /// values built by iterating a map, whose order is Go's random map order upstream and the
-/// object's own here, docs/differences.md). Every decision must agree; the message floor leaves
-/// room for that nondeterminism only.
+/// object's own here, docs/differences.md). Since the texts of refusals (100 of the 600 cases) are
+/// compared too, with the checker's positions: 998‰ messages (599; the other, the map order
+/// again). Every decision must agree; the message floor leaves room for that nondeterminism only.
 const FLOOR_DECISIONS_PER_MILLE: usize = 1000;
 const FLOOR_MESSAGES_PER_MILLE: usize = 990;
 
@@ -89,8 +91,8 @@ struct Decision {
 /// How two outcomes compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Agreement {
-    /// Same decision and same texts (both refused: the texts are not compared, each side words
-    /// its refusal its own way).
+    /// Same decision and same texts (both refused: the same CEL refusal, [`same_cel_refusal`];
+    /// the rest each side words its own way).
     Full,
     /// Same decision (allowed and code), other texts.
     Decision,
@@ -99,7 +101,8 @@ enum Agreement {
 
 fn compare(upstream: &Outcome, gateway: &Outcome) -> Agreement {
     match (upstream, gateway) {
-        (Outcome::Refused(_), Outcome::Refused(_)) => Agreement::Full,
+        (Outcome::Refused(u), Outcome::Refused(g)) if same_cel_refusal(u, g) => Agreement::Full,
+        (Outcome::Refused(_), Outcome::Refused(_)) => Agreement::Decision,
         (Outcome::Decided(u), Outcome::Decided(g)) if u.allowed == g.allowed && u.code == g.code => {
             if u == g {
                 Agreement::Full
@@ -109,6 +112,43 @@ fn compare(upstream: &Outcome, gateway: &Outcome) -> Agreement {
         }
         _ => Agreement::None,
     }
+}
+
+/// The details of a refusal that are CEL's (k8s plugin/cel/compile.go): cel-go's report of
+/// the parser's and the checker's errors, the program's instantiation error, the result type.
+const CEL_REFUSALS: [&str; 3] =
+    ["compilation failed: ", "program instantiation failed: ", "must evaluate to "];
+
+/// Upstream's refusal (`KIND "NAME": FIELD: DETAIL`, tests/oracle/main.go `refusal()`) when its
+/// detail is CEL's: the field's path and the detail.
+fn cel_refusal(upstream: &str) -> Option<(&str, &str)> {
+    let at = CEL_REFUSALS.iter().filter_map(|start| upstream.find(&format!(": {start}"))).min()?;
+    let path = upstream[..at].rsplit(": ").next().unwrap_or_default();
+    Some((path, &upstream[at + 2..]))
+}
+
+/// Whether the gateway's refusal says what upstream's says of CEL. Upstream stops at the first
+/// problem; when its detail is CEL's ([`cel_refusal`]), the gateway must list a problem of the
+/// same field (`FIELD: Invalid value: "EXPRESSION": DETAIL`) with the same detail, to the letter
+/// and line for line, ended by the next problem, the condition's name (webhooks'
+/// matchConditions) or the end.
+fn same_cel_refusal(upstream: &str, gateway: &str) -> bool {
+    let Some((path, detail)) = cel_refusal(upstream) else { return true };
+    let Some(at) = gateway.find(&format!("{path}: Invalid value: ")) else { return false };
+    let problem = &gateway[at..];
+    problem.match_indices(detail).any(|(i, _)| {
+        let after = &problem[i + detail.len()..];
+        after.is_empty()
+            || ["\nerror: ", "\nwarning: ", " (matchCondition "].iter().any(|next| after.starts_with(next))
+    })
+}
+
+/// What the gateway's refusal says of the field `path`: from its first CEL detail on (all of it
+/// when it has no problem of that field).
+fn gateway_detail<'a>(gateway: &'a str, path: &str) -> &'a str {
+    let Some(at) = gateway.find(&format!("{path}: Invalid value: ")) else { return gateway };
+    let problem = &gateway[at..];
+    CEL_REFUSALS.iter().filter_map(|start| problem.find(start)).min().map_or(problem, |i| &problem[i..])
 }
 
 /// A refusal without the expression it quotes (`…: Invalid value: "EXPRESSION": REASON`, as the
@@ -174,6 +214,13 @@ fn summary(upstream: &Outcome, gateway: &Outcome) -> String {
         }
     }
     match (upstream, gateway) {
+        (Outcome::Refused(u), Outcome::Refused(g)) => {
+            let (u, g) = match cel_refusal(u) {
+                Some((path, detail)) => apart(detail, gateway_detail(g, path)),
+                None => (refusal(u), refusal(g)),
+            };
+            format!("refusal: upstream {:?}, gateway {:?}", cut(&u), cut(&g))
+        }
         (Outcome::Decided(u), Outcome::Decided(g)) if u.allowed == g.allowed && u.code == g.code => {
             let mut parts = Vec::new();
             if u.reason != g.reason {
@@ -372,12 +419,8 @@ fn gateway(case: &Case) -> Outcome {
         Some(2) => {
             // The problems, without the temporary directory's name.
             let text = String::from_utf8_lossy(&output.stderr).replace(&format!("{}/", config.display()), "");
-            let problems: Vec<&str> = text.lines().skip(1).map(str::trim).collect();
-            return Outcome::Refused(if problems.is_empty() {
-                text.trim().to_owned()
-            } else {
-                problems.join(" ")
-            });
+            let problems = problems(&text);
+            return Outcome::Refused(if problems.is_empty() { text.trim().to_owned() } else { problems });
         }
         _ => panic!(
             "case {}: `admission-gateway review` ended with {}: {}",
@@ -401,6 +444,26 @@ fn gateway(case: &Case) -> Outcome {
         warnings: strings(&answer["warnings"]),
         audit: string_map(&answer["auditAnnotations"]),
     })
+}
+
+/// The problems of the gateway's refusal (its standard error after the first line), one a line:
+/// a problem starts at a line indented `  error: ` or `  warning: `; the further lines of a
+/// problem of several (cel-go's report of a refused expression) follow it as they are.
+fn problems(stderr: &str) -> String {
+    let mut problems: Vec<String> = Vec::new();
+    for line in stderr.lines().skip(1) {
+        let starts =
+            line.strip_prefix("  ").filter(|p| p.starts_with("error: ") || p.starts_with("warning: "));
+        match (starts, problems.last_mut()) {
+            (Some(problem), _) => problems.push(problem.to_owned()),
+            (None, Some(last)) => {
+                last.push('\n');
+                last.push_str(line);
+            }
+            (None, None) => problems.push(line.trim().to_owned()),
+        }
+    }
+    problems.join("\n")
 }
 
 /// The one webhook's matchConditions as the gateway's `review` explains them: skipped by a
@@ -835,6 +898,16 @@ fn corpus() -> Vec<Case> {
         ("authorizer-check", "authorizer.group('').resource('pods').check('create').allowed()"),
         ("cost-exceeded", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(e, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(f, a + b + c + d + e + f > 0))))))"),
         ("string-size-large", "size(object.metadata.labels.app) <= 5 && 'x'.repeat(3) == 'xxx'"),
+        // Refused at creation: cel-go's report, positions and excerpts, compared.
+        ("refused-two-errors", "x + y == 1"),
+        ("refused-name-and-type", "nope == 1 && 1 + 1.0 == 2.0"),
+        ("refused-exists-one-two-arguments", "[1].existsOne(x, x == 1)"),
+        ("refused-second-line", "object.metadata.name == 'a' &&\n  y == 2"),
+        ("refused-leading-tab", "\tfoo == 1"),
+        ("refused-wide-characters", "'日本語' + x == 'a'"),
+        ("refused-in-macro", "object.spec.containers.all(c, c.name + 1 == 'a')"),
+        ("refused-in-expansion", "[1].transformList(i, v, v, v) == []"),
+        ("refused-parse-error", "object.metadata.name == "),
     ];
     for (name, expression) in single {
         cases.push(expr(name, expression));

@@ -4,14 +4,15 @@
 //! environment ([`decls`]), overloads resolved by cel-go's unification ([`types`]), then the
 //! environment's AST validators (`ValidateHomogeneousAggregateLiterals`,
 //! `ValidateDurationLiterals`, `ValidateTimestampLiterals`, `ValidateRegexLiterals`, the
-//! strings library's `format` validator). Messages are cel-go's texts; the parser keeps no
-//! source positions, so they carry no `<input>:line:column` prefix (each error keeps the id
-//! of the node it is reported at, see [`CheckError`]; cel-go prints them sorted by position).
+//! strings library's `format` validator). Messages are cel-go's texts, each at the node cel-go
+//! reports it at and that node's place in the source ([`CheckError`]); [`display_errors`]
+//! prints them as cel-go does (`ERROR: <input>:1:3: …`, the line, a caret under the column).
 //!
 //! What the API server refuses at creation, in its order (k8s `CompileCELExpression`):
 //! 1. parse errors;
 //! 2. [`check_detailed`] errors (`compilation failed: …`): the macros cel-go expands at
-//!    parse time and the `cel` crate leaves as calls, the checker, the validators;
+//!    parse time and the parser (`crates/cel-parser`) leaves as calls, the checker, the
+//!    validators; each error at its position, in cel-go's report ([`display_errors`]);
 //! 3. [`check_result_type`] (`must evaluate to bool but got dyn`) against the expression's
 //!    return types: `[bool]` for validations and matchConditions, `[string]` for
 //!    messageExpression, `[string, null_type]` for auditAnnotations' valueExpression, none
@@ -26,7 +27,7 @@
 
 use std::collections::HashMap;
 
-use cel::common::ast::IdedExpr;
+use cel_parser::ast::{Ast, Location, SourceInfo};
 
 mod checker;
 pub mod decls;
@@ -35,11 +36,13 @@ mod format;
 mod goregex;
 mod macros;
 mod program;
+mod report;
 mod source;
 pub mod types;
 mod validate;
 
 pub use env::{TypeEnv, VARIABLES_TYPE};
+pub use report::display_errors;
 pub use types::CheckedType;
 
 use checker::Checker;
@@ -87,7 +90,17 @@ pub fn check_result_type(output: &CheckedType, expected: &[CheckedType]) -> Resu
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckError {
     pub id: u64,
+    /// Where that node starts in the source (`None` for a node without a source offset,
+    /// cel-go's `NoLocation`).
+    pub location: Option<Location>,
     pub message: String,
+}
+
+impl CheckError {
+    /// The error `message` at the node `id` of a tree whose offsets `source_info` holds.
+    pub fn at(id: u64, message: String, source_info: &SourceInfo) -> CheckError {
+        CheckError { id, location: source_info.start_location(id), message }
+    }
 }
 
 /// A checked expression.
@@ -103,8 +116,8 @@ pub struct Checked {
 
 /// Checks `expr` as the API server does at creation; `Err` holds cel-go's messages (macro
 /// expansion errors, then checker errors, or the validators' errors), in report order.
-pub fn check(expr: &IdedExpr, env: &TypeEnv) -> Result<CheckedType, Vec<String>> {
-    check_detailed(expr, env).map(|c| c.output).map_err(|errors| {
+pub fn check(ast: &Ast, env: &TypeEnv) -> Result<CheckedType, Vec<String>> {
+    check_detailed(ast, env).map(|c| c.output).map_err(|errors| {
         let total = errors.len();
         let mut messages: Vec<String> = errors.into_iter().take(MAX_ERRORS).map(|e| e.message).collect();
         if total > MAX_ERRORS {
@@ -115,35 +128,40 @@ pub fn check(expr: &IdedExpr, env: &TypeEnv) -> Result<CheckedType, Vec<String>>
 }
 
 /// cel-go's `common.Errors` keeps the first 100 errors and reports how many it dropped.
-const MAX_ERRORS: usize = 100;
+pub(crate) const MAX_ERRORS: usize = 100;
 
-/// Parses and checks `source`: [`check_detailed`], and what only the source tells — a
-/// two-argument `existsOne` is no macro in the API server's environment (the parser expands
-/// it as `exists_one`), so it is checked as the call of an undeclared function, as upstream
-/// checks it. `Err` holds the parse error's text, or cel-go's messages.
-pub fn check_source(source: &str, env: &TypeEnv) -> Result<Checked, Vec<String>> {
-    let parsed = crate::parse(source).map_err(|e| vec![e])?;
-    let parsed = source::restore_exists_one_calls(&parsed, source);
-    check_detailed(&parsed, env).map_err(|errors| errors.into_iter().map(|e| e.message).collect())
+/// Parses `source` as the API server's environment does: [`crate::parse`], and what only the
+/// source tells — a two-argument `existsOne` is no macro there (the parser expands it as
+/// `exists_one`), so it is turned back into the call of an undeclared function, as upstream
+/// checks it. `Err` holds the parse error's text.
+pub fn parse_source(source: &str) -> Result<Ast, String> {
+    Ok(source::restore_exists_one_calls(&crate::parse(source)?))
+}
+
+/// [`parse_source`] and [`check_detailed`]. `Err` holds the parse error's text, or cel-go's
+/// report of the errors ([`display_errors`]).
+pub fn check_source(source: &str, env: &TypeEnv) -> Result<Checked, String> {
+    check_detailed(&parse_source(source)?, env).map_err(|errors| display_errors(&errors, source))
 }
 
 /// [`check`] with the ids of the errors and the program-instantiation outcome.
-pub fn check_detailed(expr: &IdedExpr, env: &TypeEnv) -> Result<Checked, Vec<CheckError>> {
-    let to_errors = |v: Vec<(u64, String)>| {
-        v.into_iter().map(|(id, message)| CheckError { id, message }).collect::<Vec<_>>()
+pub fn check_detailed(ast: &Ast, env: &TypeEnv) -> Result<Checked, Vec<CheckError>> {
+    let mut source_info = ast.source_info.clone();
+    let located = |errors: Vec<(u64, String)>, source_info: &SourceInfo| {
+        errors.into_iter().map(|(id, message)| CheckError::at(id, message, source_info)).collect::<Vec<_>>()
     };
-    let expanded = macros::expand(expr).map_err(to_errors)?;
+    let expanded = macros::expand(&ast.expr, &mut source_info).map_err(|e| located(e, &source_info))?;
     let mut checker = Checker::new(env);
     checker.check(&expanded);
     if !checker.errors.is_empty() {
-        return Err(to_errors(checker.errors));
+        return Err(located(checker.errors, &source_info));
     }
     let mapping = std::mem::take(&mut checker.mapping);
     let types: HashMap<u64, CheckedType> =
         checker.types.iter().map(|(id, t)| (*id, substitute(&mapping, t, true))).collect();
     let errors = validate::validate(&expanded, &types);
     if !errors.is_empty() {
-        return Err(to_errors(errors));
+        return Err(located(errors, &source_info));
     }
     let output = types.get(&expanded.id).cloned().unwrap_or(CheckedType::Dyn);
     Ok(Checked {

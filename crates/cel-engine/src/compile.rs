@@ -1,4 +1,4 @@
-//! From source to a [`Program`]: the `cel` crate parses (its grammar, its macro expansion);
+//! From source to a [`Program`]: `crates/cel-parser` parses (the `cel` crate's grammar and macros);
 //! here names are resolved once — comprehension variables to slots, declared variables to
 //! the activation's indexes, type names to constants, calls to their overloads — the macros
 //! the parser leaves as calls (two-variable comprehensions, `cel.bind`, the optional macros,
@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel_parser::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use crate::eval::Node;
 use crate::func::{Registry, Style};
@@ -46,10 +46,7 @@ pub struct Program {
 /// Compiles `source` against `declarations` and the functions of `registry`. `Err` is the
 /// compile error's text.
 pub fn compile(source: &str, declarations: &Declarations, registry: &Registry) -> Result<Program, String> {
-    let parsed = cel::parser::Parser::new()
-        .enable_optional_syntax(true)
-        .parse(source)
-        .map_err(|errors| errors.to_string())?;
+    let parsed = crate::parse(source)?;
     let mut compiler = Compiler {
         declarations,
         registry,
@@ -58,7 +55,7 @@ pub fn compile(source: &str, declarations: &Declarations, registry: &Registry) -
         reads: vec![false; declarations.variables.len()],
         reads_lazy: vec![false; declarations.lazy.len()],
     };
-    let root = compiler.expr(&parsed)?;
+    let root = compiler.expr(&parsed.expr)?;
     Ok(Program { root, locals: compiler.max_locals, reads: compiler.reads, reads_lazy: compiler.reads_lazy })
 }
 
@@ -232,7 +229,7 @@ impl Compiler<'_> {
             }
             ("_?._", None, 2) => {
                 let field = match &args[1].expr {
-                    Expr::Literal(LiteralValue::String(s)) => Arc::from(s.inner()),
+                    Expr::Literal(LiteralValue::String(s)) => Arc::from(s.as_str()),
                     _ => return Err("unsupported optional field selection".into()),
                 };
                 return Ok(Node::OptSelect { operand: Box::new(self.expr(&args[0])?), field });
@@ -403,13 +400,13 @@ fn dotted(e: &IdedExpr) -> Option<String> {
 
 fn literal_value(literal: &LiteralValue) -> Value {
     match literal {
-        LiteralValue::Boolean(b) => Value::Bool(*b.inner()),
-        LiteralValue::Bytes(b) => Value::Bytes(Arc::from(b.inner())),
-        LiteralValue::Double(d) => Value::Double(*d.inner()),
-        LiteralValue::Int(i) => Value::Int(*i.inner()),
+        LiteralValue::Boolean(b) => Value::Bool(*b),
+        LiteralValue::Bytes(b) => Value::Bytes(Arc::from(b.as_slice())),
+        LiteralValue::Double(d) => Value::Double(*d),
+        LiteralValue::Int(i) => Value::Int(*i),
         LiteralValue::Null => Value::Null,
-        LiteralValue::String(s) => Value::String(Arc::from(s.inner())),
-        LiteralValue::UInt(u) => Value::Uint(*u.inner()),
+        LiteralValue::String(s) => Value::String(Arc::from(s.as_str())),
+        LiteralValue::UInt(u) => Value::Uint(*u),
     }
 }
 

@@ -6,7 +6,8 @@
 //! - Evaluation charges cel-go's runtime cost ([`eval`]): the same units, the same per-call
 //!   function costs, so an expression is cut where the API server cuts it. A caller's deadline
 //!   reaches the evaluation as a cancellation flag, checked as cel-go checks its interrupts.
-//! - The parser is the `cel` crate's (its ANTLR grammar and macro expansion); compilation
+//! - The parser is the `cel` crate's (`crates/cel-parser`: its ANTLR grammar and macro
+//!   expansion, with each node's source offset for the checker's error positions); compilation
 //!   ([`compile`]) resolves names and functions once, and evaluation is this crate's own.
 
 pub mod check;
@@ -24,11 +25,12 @@ pub use eval::{Activation, Limits, Meter};
 pub use func::{Cost, Ctx, Host, NoHost, Registry, Style};
 pub use value::{Key, Map, Object, Type, Value};
 
-/// The parser's syntax tree (the `cel` crate's), for callers that inspect an expression.
-pub use cel::common::ast;
+/// The parser's syntax tree (`crates/cel-parser`, the `cel` crate's), for callers that
+/// inspect an expression.
+pub use cel_parser::ast;
 
-/// Parses `source` (optional syntax on, as the API server's environment): the tree, or the
-/// parser's error text.
-pub fn parse(source: &str) -> std::result::Result<ast::IdedExpr, String> {
-    cel::parser::Parser::new().enable_optional_syntax(true).parse(source).map_err(|errors| errors.to_string())
+/// Parses `source` (optional syntax on, as the API server's environment): the tree with the
+/// source offset of each node, or the parser's error text.
+pub fn parse(source: &str) -> std::result::Result<ast::Ast, String> {
+    cel_parser::Parser::new().enable_optional_syntax(true).parse(source).map_err(|errors| errors.to_string())
 }

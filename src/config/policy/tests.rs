@@ -156,7 +156,7 @@ fn every_validation_problem_is_listed_with_its_field() {
     expect(
         object,
         "spec.matchConditions[1].expression",
-        "Invalid value: \"variables.a == 1\": compilation failed: ERROR: <input>: undeclared reference to 'variables'",
+        "Invalid value: \"variables.a == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'variables'",
     );
     expect(object, "spec.variables[0].expression", "Invalid value: \"1 +\": compilation failed:");
     expect(object, "spec.variables[1].name", "Invalid value: \"in\": name is not a valid CEL identifier");
@@ -169,7 +169,7 @@ fn every_validation_problem_is_listed_with_its_field() {
     expect(
         object,
         "spec.validations[1].messageExpression",
-        "Invalid value: \"authorizer.path('/').check('get').reason() + 1\": compilation failed: ERROR: <input>: undeclared reference to 'authorizer'",
+        "Invalid value: \"authorizer.path('/').check('get').reason() + 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'authorizer'",
     );
     expect(object, "spec.validations[2].expression", "Required value: expression is not specified");
     expect(

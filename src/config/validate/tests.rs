@@ -629,7 +629,7 @@ fn admission_review_versions_and_match_conditions() {
                 (
                     "webhooks[0].matchConditions[2].expression",
                     E,
-                    "Invalid value: \"foo == 1\": compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '') (matchCondition \"unknown-variable\")",
+                    "Invalid value: \"foo == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo == 1\n | ^ (matchCondition \"unknown-variable\")",
                 ),
                 (
                     "webhooks[0].matchConditions[3].expression",

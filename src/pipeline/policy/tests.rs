@@ -642,7 +642,7 @@ fn compile_errors_and_unrecognized_failure_policies_reach_the_request_as_upstrea
     );
     assert_eq!(
         run.warnings(),
-        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': compilation error: compilation failed: ERROR: <input>: undeclared reference to 'undeclared' (in container '')"]
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p-binding': compilation error: compilation failed: ERROR: <input>:1:1: undeclared reference to 'undeclared' (in container '')\n | undeclared == 1\n | ^"]
     );
     let types: Vec<&str> = run.results[0].checks.iter().map(|c| c.error_type).collect();
     assert_eq!(types, ["compile_error", "compile_error"]);

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel_parser::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use super::decls;
 use super::types::{
@@ -400,7 +400,7 @@ impl<'a> Checker<'a> {
             return;
         }
         let field = match &call.args[1].expr {
-            Expr::Literal(LiteralValue::String(s)) => s.inner().to_owned(),
+            Expr::Literal(LiteralValue::String(s)) => s.clone(),
             _ => {
                 self.error(call.args[1].id, "unsupported optional field selection".into());
                 return;
@@ -488,7 +488,7 @@ impl<'a> Checker<'a> {
         result
     }
 
-    fn check_struct(&mut self, e: &IdedExpr, type_name: &str, entries: &[cel::common::ast::IdedEntryExpr]) {
+    fn check_struct(&mut self, e: &IdedExpr, type_name: &str, entries: &[cel_parser::ast::IdedEntryExpr]) {
         let name = type_name.strip_prefix('.').unwrap_or(type_name);
         let resolved = decls::type_identifier(name).or_else(|| {
             self.env

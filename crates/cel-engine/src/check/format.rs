@@ -2,7 +2,7 @@
 //! `stringFormatValidator`): a constant format string with a list literal of arguments is
 //! parsed at check time and each clause checked against its argument's type.
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel_parser::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use super::types::CheckedType;
 
@@ -21,7 +21,7 @@ pub(super) fn string_format(e: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, error
     let Expr::List(list) = &call.args[0].expr else { return };
     let args = &list.elements;
     let mut requested = 0usize;
-    match parse_format(format.inner(), args, ty, &mut requested) {
+    match parse_format(format, args, ty, &mut requested) {
         Err((id, msg)) => errors.push((id.unwrap_or(e.id), msg)),
         Ok(()) => {
             if args.len() > requested {

@@ -1,21 +1,24 @@
-//! The macros cel-go expands at parse time that the `cel` crate's parser leaves as calls:
+//! The macros cel-go expands at parse time that the parser (`crates/cel-parser`) leaves as calls:
 //! the two-variable comprehensions (`ext.TwoVarComprehensions`), `optMap`/`optFlatMap`
 //! (optionals) and `sortBy` (`ext.Lists` v2+), expanded here exactly as cel-go expands them,
 //! so that the checker sees (and reports on) the tree cel-go checks. `cel.bind` is not
-//! expanded: `ext.Bindings` is not part of the API server's environment.
+//! expanded: `ext.Bindings` is not part of the API server's environment. The nodes an
+//! expansion makes are at the macro call's source offset, copies at their original's
+//! (cel-go parser/helper.go, `exprHelper.nextMacroID` and `exprHelper.Copy`).
 
-use cel::common::ast::{
-    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
+use cel_parser::ast::{
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr, SourceInfo,
 };
 
 const ACCU: &str = "@result";
 const OLD_ACCU: &str = "__result__";
 const TARGET: &str = "@target";
 
-/// Rebuilds a parsed tree with cel-go's remaining macro expansions; `Err` holds the
-/// expansion errors (parse errors in cel-go) with the id of the offending node.
-pub(crate) fn expand(e: &IdedExpr) -> Result<IdedExpr, Vec<(u64, String)>> {
-    let mut x = Expander { next: max_id(e) + 1, errors: Vec::new() };
+/// Rebuilds a parsed tree with cel-go's remaining macro expansions, adding the offsets of
+/// the nodes it makes to `source_info`; `Err` holds the expansion errors (parse errors in
+/// cel-go) with the id of the offending node.
+pub(crate) fn expand(e: &IdedExpr, source_info: &mut SourceInfo) -> Result<IdedExpr, Vec<(u64, String)>> {
+    let mut x = Expander { next: max_id(e) + 1, macro_call: e.id, source_info, errors: Vec::new() };
     let out = x.expr(e);
     if x.errors.is_empty() {
         Ok(out)
@@ -82,14 +85,26 @@ pub(crate) fn visit(e: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
     }
 }
 
-struct Expander {
+struct Expander<'a> {
     next: u64,
+    /// The id of the macro call being expanded: where the nodes it makes are.
+    macro_call: u64,
+    source_info: &'a mut SourceInfo,
     errors: Vec<(u64, String)>,
 }
 
-impl Expander {
+impl Expander<'_> {
+    /// A fresh id, for a node of the macro call being expanded.
     fn id(&mut self) -> u64 {
+        self.id_at(self.macro_call)
+    }
+
+    /// A fresh id at the source offset of the node `like`.
+    fn id_at(&mut self, like: u64) -> u64 {
         self.next += 1;
+        if let Some((start, stop)) = self.source_info.offset_for(like) {
+            self.source_info.add_offset(self.next, start, stop);
+        }
         self.next
     }
 
@@ -106,11 +121,11 @@ impl Expander {
     }
 
     fn bool(&mut self, b: bool) -> IdedExpr {
-        self.node(Expr::Literal(LiteralValue::Boolean(b.into())))
+        self.node(Expr::Literal(LiteralValue::Boolean(b)))
     }
 
     fn int(&mut self, i: i64) -> IdedExpr {
-        self.node(Expr::Literal(LiteralValue::Int(i.into())))
+        self.node(Expr::Literal(LiteralValue::Int(i)))
     }
 
     fn list(&mut self, elements: Vec<IdedExpr>) -> IdedExpr {
@@ -125,7 +140,7 @@ impl Expander {
     }
 
     fn renumber(&mut self, e: &mut IdedExpr) {
-        e.id = self.id();
+        e.id = self.id_at(e.id);
         match &mut e.expr {
             Expr::Call(c) => {
                 if let Some(t) = &mut c.target {
@@ -145,7 +160,7 @@ impl Expander {
             Expr::List(l) => l.elements.iter_mut().for_each(|x| self.renumber(x)),
             Expr::Map(MapExpr { entries }) => {
                 for entry in entries {
-                    entry.id = self.id();
+                    entry.id = self.id_at(entry.id);
                     match &mut entry.expr {
                         EntryExpr::MapEntry(me) => {
                             self.renumber(&mut me.key);
@@ -157,7 +172,7 @@ impl Expander {
             }
             Expr::Struct(s) => {
                 for entry in &mut s.entries {
-                    entry.id = self.id();
+                    entry.id = self.id_at(entry.id);
                     if let EntryExpr::StructField(sf) = &mut entry.expr {
                         self.renumber(&mut sf.value);
                     }
@@ -198,6 +213,7 @@ impl Expander {
                 let target = c.target.as_deref().map(|t| self.expr(t));
                 let args: Vec<IdedExpr> = c.args.iter().map(|a| self.expr(a)).collect();
                 if let Some(target) = target {
+                    self.macro_call = e.id;
                     match self.receiver_macro(&c.func_name, target, args) {
                         Ok(expanded) => return expanded,
                         Err((target, args)) => Expr::Call(CallExpr {

@@ -11,7 +11,7 @@
 use crate::library::standard::{go_format_float as go_format_g, go_parse_float};
 use std::collections::{HashMap, HashSet};
 
-use cel::common::ast::{Expr, IdedExpr, LiteralValue};
+use cel_parser::ast::{Expr, IdedExpr, LiteralValue};
 
 use super::validate::{
     children, go_parse_duration, go_parse_rfc3339, go_quote, go_regexp_error, is_strict_rfc3339,
@@ -65,12 +65,12 @@ fn plan(e: &IdedExpr, refs: &Refs<'_>) -> Result<Option<Const>, String> {
     }
     match &e.expr {
         Expr::Literal(l) => Ok(Some(match l {
-            LiteralValue::Int(i) => Const::Int(*i.inner()),
-            LiteralValue::UInt(u) => Const::Uint(*u.inner()),
-            LiteralValue::Double(d) => Const::Double(*d.inner()),
-            LiteralValue::String(s) => Const::Str(s.inner().to_owned()),
-            LiteralValue::Bytes(b) => Const::Bytes(b.inner().to_vec()),
-            LiteralValue::Boolean(b) => Const::Bool(*b.inner()),
+            LiteralValue::Int(i) => Const::Int(*i),
+            LiteralValue::UInt(u) => Const::Uint(*u),
+            LiteralValue::Double(d) => Const::Double(*d),
+            LiteralValue::String(s) => Const::Str(s.clone()),
+            LiteralValue::Bytes(b) => Const::Bytes(b.clone()),
+            LiteralValue::Boolean(b) => Const::Bool(*b),
             LiteralValue::Null => Const::Null,
         })),
         // Constant list and map literals are built once (`maybeBuildListLiteral`).

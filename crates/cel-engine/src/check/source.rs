@@ -1,11 +1,13 @@
-//! What the parsed tree no longer tells: the `cel` crate's parser expands
+//! What the parsed tree no longer tells: the parser (`crates/cel-parser`) expands
 //! `range.existsOne(x, p)` as it expands `range.exists_one(x, p)`, while the API server's
 //! environment has no two-argument `existsOne` macro (cel-go's `StandardMacros` hold
 //! `exists_one` only; `existsOne` takes three arguments, from the two-variable
 //! comprehensions): there it stays a call of an undeclared function. The source tells which
 //! spelling each such comprehension had; those spelled `existsOne` are turned back into calls.
 
-use cel::common::ast::{CallExpr, Expr, IdedExpr};
+use cel_parser::ast::{
+    Ast, CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo,
+};
 
 /// The spellings of the two-argument exists-one calls of `source`, in source order:
 /// `true` for `existsOne`, `false` for `exists_one`.
@@ -106,32 +108,67 @@ fn exists_one_predicate(e: &IdedExpr) -> Option<&IdedExpr> {
     }
     let Expr::Call(step) = &c.loop_step.expr else { return None };
     let Expr::Call(result) = &c.result.expr else { return None };
-    let int_init =
-        matches!(&c.accu_init.expr, Expr::Literal(cel::common::ast::LiteralValue::Int(i)) if *i.inner() == 0);
+    let int_init = matches!(&c.accu_init.expr, Expr::Literal(LiteralValue::Int(i)) if *i == 0);
     (step.func_name == "_?_:_" && step.args.len() == 3 && result.func_name == "_==_" && int_init)
         .then(|| &step.args[0])
 }
 
 /// Turns the exists-one comprehensions spelled `existsOne` back into calls.
-pub(super) fn restore_exists_one_calls(e: &IdedExpr, source: &str) -> IdedExpr {
+pub(super) fn restore_exists_one_calls(ast: &Ast) -> Ast {
+    let source = &ast.source_info.source;
     let spellings = exists_one_spellings(source);
     if !spellings.contains(&true) {
-        return e.clone();
+        return ast.clone();
     }
-    let mut next = 0;
-    rebuild(e, &spellings, &mut next)
+    let mut rebuilder = Rebuilder { spellings, next: 0, source_info: ast.source_info.clone() };
+    let expr = rebuilder.rebuild(&ast.expr);
+    Ast { expr, source_info: rebuilder.source_info }
 }
 
-/// Rebuilds `e`, visiting exists-one comprehensions in the source order of their names:
-/// the range (the call's target) first, then the name, then the predicate.
-fn rebuild(e: &IdedExpr, spellings: &[bool], next: &mut usize) -> IdedExpr {
-    if let (Some(pred), Expr::Comprehension(c)) = (exists_one_predicate(e), &e.expr) {
-        let range = rebuild(&c.iter_range, spellings, next);
-        let spelled_exists_one = spellings.get(*next).copied().unwrap_or(false);
-        *next += 1;
-        let pred = rebuild(pred, spellings, next);
+/// The offset of the first argument of the call whose `(` is at `open`.
+fn first_argument_offset(source: &str, open: usize) -> usize {
+    let after = &source[open + 1..];
+    open + 1 + (after.len() - after.trim_start().len())
+}
+
+struct Rebuilder {
+    spellings: Vec<bool>,
+    /// The index in `spellings` of the next exists-one comprehension.
+    next: usize,
+    source_info: SourceInfo,
+}
+
+impl Rebuilder {
+    /// The iteration variable of a restored call, as its first argument: the node of the
+    /// accumulator's initial value (a node the expansion made, at the call's `(`), moved to
+    /// the argument's offset in the source.
+    fn variable(&mut self, c: &ComprehensionExpr) -> IdedExpr {
+        let id = c.accu_init.id;
+        if let Some((open, _)) = self.source_info.offset_for(id) {
+            let start = first_argument_offset(&self.source_info.source, open as usize) as u32;
+            self.source_info.add_offset(id, start, start + c.iter_var.len() as u32);
+        }
+        IdedExpr { id, expr: Expr::Ident(c.iter_var.clone()) }
+    }
+
+    /// Rebuilds `e`, visiting exists-one comprehensions in the source order of their names:
+    /// the range (the call's target) first, then the name, then the predicate.
+    fn rebuild(&mut self, e: &IdedExpr) -> IdedExpr {
+        if let (Some(pred), Expr::Comprehension(c)) = (exists_one_predicate(e), &e.expr) {
+            return self.rebuild_exists_one(e, c, pred);
+        }
+        let mut out = e.clone();
+        self.rebuild_children(&mut out);
+        out
+    }
+
+    fn rebuild_exists_one(&mut self, e: &IdedExpr, c: &ComprehensionExpr, pred: &IdedExpr) -> IdedExpr {
+        let range = self.rebuild(&c.iter_range);
+        let spelled_exists_one = self.spellings.get(self.next).copied().unwrap_or(false);
+        self.next += 1;
+        let pred = self.rebuild(pred);
         if spelled_exists_one {
-            let var = IdedExpr { id: c.accu_init.id, expr: Expr::Ident(c.iter_var.clone()) };
+            let var = self.variable(c);
             return IdedExpr {
                 id: e.id,
                 expr: Expr::Call(CallExpr {
@@ -148,49 +185,50 @@ fn rebuild(e: &IdedExpr, spellings: &[bool], next: &mut usize) -> IdedExpr {
                 step.args[0] = pred;
             }
         }
-        return out;
+        out
     }
-    let mut out = e.clone();
-    match &mut out.expr {
-        Expr::Call(c) => {
-            if let Some(t) = &mut c.target {
-                **t = rebuild(t, spellings, next);
-            }
-            for a in &mut c.args {
-                *a = rebuild(a, spellings, next);
-            }
-        }
-        Expr::Comprehension(c) => {
-            c.iter_range = rebuild(&c.iter_range, spellings, next);
-            c.accu_init = rebuild(&c.accu_init, spellings, next);
-            c.loop_cond = rebuild(&c.loop_cond, spellings, next);
-            c.loop_step = rebuild(&c.loop_step, spellings, next);
-            c.result = rebuild(&c.result, spellings, next);
-        }
-        Expr::List(l) => {
-            for x in &mut l.elements {
-                *x = rebuild(x, spellings, next);
-            }
-        }
-        Expr::Map(m) => {
-            for entry in &mut m.entries {
-                if let cel::common::ast::EntryExpr::MapEntry(me) = &mut entry.expr {
-                    me.key = rebuild(&me.key, spellings, next);
-                    me.value = rebuild(&me.value, spellings, next);
+
+    fn rebuild_children(&mut self, out: &mut IdedExpr) {
+        match &mut out.expr {
+            Expr::Call(c) => {
+                if let Some(t) = &mut c.target {
+                    **t = self.rebuild(t);
+                }
+                for a in &mut c.args {
+                    *a = self.rebuild(a);
                 }
             }
-        }
-        Expr::Struct(s) => {
-            for entry in &mut s.entries {
-                if let cel::common::ast::EntryExpr::StructField(f) = &mut entry.expr {
-                    f.value = rebuild(&f.value, spellings, next);
+            Expr::Comprehension(c) => {
+                c.iter_range = self.rebuild(&c.iter_range);
+                c.accu_init = self.rebuild(&c.accu_init);
+                c.loop_cond = self.rebuild(&c.loop_cond);
+                c.loop_step = self.rebuild(&c.loop_step);
+                c.result = self.rebuild(&c.result);
+            }
+            Expr::List(l) => {
+                for x in &mut l.elements {
+                    *x = self.rebuild(x);
                 }
             }
+            Expr::Map(m) => {
+                for entry in &mut m.entries {
+                    if let EntryExpr::MapEntry(me) = &mut entry.expr {
+                        me.key = self.rebuild(&me.key);
+                        me.value = self.rebuild(&me.value);
+                    }
+                }
+            }
+            Expr::Struct(s) => {
+                for entry in &mut s.entries {
+                    if let EntryExpr::StructField(f) = &mut entry.expr {
+                        f.value = self.rebuild(&f.value);
+                    }
+                }
+            }
+            Expr::Select(s) => *s.operand = self.rebuild(&s.operand),
+            _ => {}
         }
-        Expr::Select(s) => *s.operand = rebuild(&s.operand, spellings, next),
-        _ => {}
     }
-    out
 }
 
 #[cfg(test)]

@@ -664,7 +664,7 @@ fn differential_dump() {
         let source: String = serde_json::from_str(line).unwrap();
         let out = match crate::parse(&source) {
             Err(e) => serde_json::json!({"ok": false, "err": [format!("PARSE {e}")]}),
-            Ok(parsed) => match check_detailed(&source::restore_exists_one_calls(&parsed, &source), &env) {
+            Ok(parsed) => match check_detailed(&source::restore_exists_one_calls(&parsed), &env) {
                 Err(errors) => {
                     let messages: Vec<String> = errors.into_iter().map(|e| e.message).collect();
                     serde_json::json!({"ok": false, "err": messages})
@@ -685,11 +685,18 @@ fn exists_one_spelled_exists_one_is_a_call() {
     let env = env();
     assert_eq!(
         check_source("[1].existsOne(x, x == 1)", &env).map(|c| c.output),
-        Err(vec![
-            "undeclared reference to 'x' (in container '')".into(),
-            "undeclared reference to 'x' (in container '')".into(),
-            "undeclared reference to 'existsOne' (in container '')".into(),
-        ])
+        Err([
+            "ERROR: <input>:1:14: undeclared reference to 'existsOne' (in container '')",
+            " | [1].existsOne(x, x == 1)",
+            " | .............^",
+            "ERROR: <input>:1:15: undeclared reference to 'x' (in container '')",
+            " | [1].existsOne(x, x == 1)",
+            " | ..............^",
+            "ERROR: <input>:1:18: undeclared reference to 'x' (in container '')",
+            " | [1].existsOne(x, x == 1)",
+            " | .................^",
+        ]
+        .join("\n"))
     );
     assert_eq!(check_source("[1].exists_one(x, x == 1)", &env).map(|c| c.output), Ok(CheckedType::Bool));
     assert_eq!(
@@ -797,4 +804,168 @@ fn differential_generate() {
         }
     }
     std::fs::write(path, out).unwrap();
+}
+
+/// cel-go's report of the errors (common/error.go `ToDisplayString`): `ERROR: <input>:L:C:`
+/// with the 1-based column, the line (tabs as spaces), a caret padded with dots (full-width
+/// ones under characters of more than one byte), the errors sorted by position. The expected
+/// texts are upstream's, from the oracle (tests/oracle/main.go) after `compilation failed: `.
+#[test]
+fn errors_are_reported_at_their_position_as_cel_go_prints_them() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "1 + 1.0 == 2.0",
+            &[
+                "ERROR: <input>:1:3: found no matching overload for '_+_' applied to '(int, double)'",
+                " | 1 + 1.0 == 2.0",
+                " | ..^",
+            ],
+        ),
+        // Two errors, in the order of their positions.
+        (
+            "x + y == 1",
+            &[
+                "ERROR: <input>:1:1: undeclared reference to 'x' (in container '')",
+                " | x + y == 1",
+                " | ^",
+                "ERROR: <input>:1:5: undeclared reference to 'y' (in container '')",
+                " | x + y == 1",
+                " | ....^",
+            ],
+        ),
+        // The line of the error, not the first.
+        (
+            "object.metadata.name == 1 &&\n  y == 2",
+            &["ERROR: <input>:2:3: undeclared reference to 'y' (in container '')", " |   y == 2", " | ..^"],
+        ),
+        (
+            "\tfoo == 1",
+            &["ERROR: <input>:1:2: undeclared reference to 'foo' (in container '')", " |  foo == 1", " | .^"],
+        ),
+        // A negative number is at its sign.
+        (
+            "'%x'.format([-0.0]) == ''",
+            &[
+                "ERROR: <input>:1:14: error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given double",
+                " | '%x'.format([-0.0]) == ''",
+                " | .............^",
+            ],
+        ),
+        (
+            "[1].all(x, -2)",
+            &["ERROR: <input>:1:12: expected type 'bool' but found 'int'", " | [1].all(x, -2)", " | ...........^"],
+        ),
+        // Columns count characters; the padding under a wide one is full-width.
+        (
+            "'héllo' == 'a' && 'ü' + 1 == 'b'",
+            &[
+                "ERROR: <input>:1:23: found no matching overload for '_+_' applied to '(string, int)'",
+                " | 'héllo' == 'a' && 'ü' + 1 == 'b'",
+                " | ..．................．..^",
+            ],
+        ),
+        (
+            "'日本語' + x == 'a'",
+            &[
+                "ERROR: <input>:1:9: undeclared reference to 'x' (in container '')",
+                " | '日本語' + x == 'a'",
+                " | .．．．....^",
+            ],
+        ),
+        // Inside the parser's macros, the engine's macros, and a macro that is not one.
+        (
+            "[1].all(x, x + 'a')",
+            &[
+                "ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(int, string)'",
+                " | [1].all(x, x + 'a')",
+                " | .............^",
+            ],
+        ),
+        (
+            "[1,2].map(x, x + z) == []",
+            &[
+                "ERROR: <input>:1:18: undeclared reference to 'z' (in container '')",
+                " | [1,2].map(x, x + z) == []",
+                " | .................^",
+            ],
+        ),
+        (
+            "{'a': 1}.all(k, v, v + 'a')",
+            &[
+                "ERROR: <input>:1:22: found no matching overload for '_+_' applied to '(int, string)'",
+                " | {'a': 1}.all(k, v, v + 'a')",
+                " | .....................^",
+            ],
+        ),
+        (
+            "has(object.a) && object.sortBy(x, zz) == []",
+            &[
+                "ERROR: <input>:1:35: undeclared reference to 'zz' (in container '')",
+                " | has(object.a) && object.sortBy(x, zz) == []",
+                " | ..................................^",
+            ],
+        ),
+        (
+            "optional.of(1).optMap(x, x + 'a') == optional.none()",
+            &[
+                "ERROR: <input>:1:28: found no matching overload for '_+_' applied to '(int, string)'",
+                " | optional.of(1).optMap(x, x + 'a') == optional.none()",
+                " | ...........................^",
+            ],
+        ),
+        // At a node an expansion made: the macro call's `(`.
+        (
+            "[1].exists_one(x, 'a')",
+            &[
+                "ERROR: <input>:1:15: found no matching overload for '_?_:_' applied to '(string, int, int)'",
+                " | [1].exists_one(x, 'a')",
+                " | ..............^",
+            ],
+        ),
+        (
+            "[1].transformList(i, v, v, v) == []",
+            &[
+                "ERROR: <input>:1:18: found no matching overload for '_?_:_' applied to '(int, list(int), list(int))'",
+                " | [1].transformList(i, v, v, v) == []",
+                " | .................^",
+            ],
+        ),
+        (
+            "{'a': 1}.exists(k, v,\n  'x')",
+            &["ERROR: <input>:2:3: expected type 'bool' but found 'string'", " |   'x')", " | ..^"],
+        ),
+        (
+            "[1].existsOne(x, x == 1)",
+            &[
+                "ERROR: <input>:1:14: undeclared reference to 'existsOne' (in container '')",
+                " | [1].existsOne(x, x == 1)",
+                " | .............^",
+                "ERROR: <input>:1:15: undeclared reference to 'x' (in container '')",
+                " | [1].existsOne(x, x == 1)",
+                " | ..............^",
+                "ERROR: <input>:1:18: undeclared reference to 'x' (in container '')",
+                " | [1].existsOne(x, x == 1)",
+                " | .................^",
+            ],
+        ),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(check_source(source, &env()).map(|c| c.output), Err(expected.join("\n")), "{source:?}");
+    }
+}
+
+/// An error at a node without a source offset has cel-go's `NoLocation` (line -1, no line
+/// shown) and comes first; the report stops after 100 errors and says how many more there were.
+#[test]
+fn errors_without_position_come_first_and_the_report_is_cut_at_100() {
+    let at = |line, column| Some(cel_parser::ast::Location { line, column });
+    let error = |location, message: &str| CheckError { id: 0, location, message: message.into() };
+    assert_eq!(
+        display_errors(&[error(at(1, 2), "second"), error(None, "first")], "a + b"),
+        "ERROR: <input>:-1:0: first\nERROR: <input>:1:3: second\n | a + b\n | ..^"
+    );
+    let many: Vec<CheckError> = (0..102).map(|i| error(None, &format!("e{i}"))).collect();
+    let report = display_errors(&many, "x");
+    assert_eq!(report.lines().count(), 101);
+    assert!(report.ends_with("ERROR: <input>:-1:0: e99\n2 more errors were truncated"), "{report}");
 }

@@ -8,7 +8,7 @@
 pub(crate) use crate::go::quote as go_quote;
 use std::collections::HashMap;
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel_parser::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 pub(crate) use super::goregex::go_regexp_error;
 use super::types::CheckedType;
@@ -165,7 +165,7 @@ fn collect_aggregates<'a>(
 
 fn valid_duration_literal(l: &LiteralValue) -> bool {
     match l {
-        LiteralValue::String(s) => go_parse_duration(s.inner()).is_some(),
+        LiteralValue::String(s) => go_parse_duration(s).is_some(),
         _ => false,
     }
 }
@@ -175,17 +175,16 @@ fn valid_timestamp_literal(l: &LiteralValue) -> bool {
     const MAX: i64 = 253402300799;
     match l {
         LiteralValue::String(s) => {
-            is_strict_rfc3339(s.inner())
-                && go_parse_rfc3339(s.inner()).is_some_and(|secs| (MIN..=MAX).contains(&secs))
+            is_strict_rfc3339(s) && go_parse_rfc3339(s).is_some_and(|secs| (MIN..=MAX).contains(&secs))
         }
-        LiteralValue::Int(i) => (MIN..=MAX).contains(i.inner()),
+        LiteralValue::Int(i) => (MIN..=MAX).contains(i),
         _ => false,
     }
 }
 
 fn valid_regex_literal(l: &LiteralValue) -> bool {
     match l {
-        LiteralValue::String(s) => go_regexp_error(s.inner()).is_none(),
+        LiteralValue::String(s) => go_regexp_error(s).is_none(),
         _ => true,
     }
 }

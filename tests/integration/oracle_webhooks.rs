@@ -19,7 +19,7 @@
 //! `tests/oracle/known-differences-webhooks.txt` (`name: what differs`); a listed case that agrees
 //! fails too. `ORACLE_WRITE_KNOWN=1` rewrites the list from what is observed; `ORACLE_ONLY=name,...`
 //! runs only those cases; `ORACLE_LIST=1` prints every case with both outcomes;
-//! `ORACLE_SHRINK=1` prints the smallest variant of each differing generated case.
+//! `ORACLE_SHRINK=1` prints the smallest variant of the first three differing generated cases.
 //!
 //! Normalized, and only these (each is nondeterminism upstream or a difference
 //! docs/differences.md names):
@@ -1051,8 +1051,7 @@ fn summary(upstream: &Outcome, gateway: &Outcome) -> String {
 // Running both sides
 
 /// Upstream's outcome of every case: one oracle process for the batch.
-fn upstream(cases: &[Case]) -> Vec<Outcome> {
-    let oracle = provision::oracle();
+fn upstream(cases: &[Case], oracle: &Path) -> Vec<Outcome> {
     let mut child = Command::new(oracle)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -1193,10 +1192,10 @@ fn gateway_all(cases: &[Case]) -> Vec<Outcome> {
 }
 
 /// Both sides of every case, the gateway's while the oracle runs.
-fn both(cases: &[Case]) -> Vec<(Outcome, Outcome)> {
+fn both(cases: &[Case], oracle: &Path) -> Vec<(Outcome, Outcome)> {
     server();
     let (upstream, gateway) = std::thread::scope(|scope| {
-        let upstream = scope.spawn(|| upstream(cases));
+        let upstream = scope.spawn(|| upstream(cases, oracle));
         let gateway = gateway_all(cases);
         (upstream.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), gateway)
     });
@@ -1204,8 +1203,8 @@ fn both(cases: &[Case]) -> Vec<(Outcome, Outcome)> {
 }
 
 /// The smallest variant of `start` that still differs, by greedy steps.
-fn shrink(start: &Case) -> (Case, Outcome, Outcome) {
-    let (mut upstream, mut gateway) = both(std::slice::from_ref(start)).remove(0);
+fn shrink(start: &Case, oracle: &Path) -> (Case, Outcome, Outcome) {
+    let (mut upstream, mut gateway) = both(std::slice::from_ref(start), oracle).remove(0);
     let mut current = start.clone();
     for _ in 0..20 {
         let mut candidates = current.smaller();
@@ -1214,7 +1213,7 @@ fn shrink(start: &Case) -> (Case, Outcome, Outcome) {
         if candidates.is_empty() {
             break;
         }
-        let results = both(&candidates);
+        let results = both(&candidates, oracle);
         let Some((i, (u, g))) = results.into_iter().enumerate().find(|(_, (u, g))| !agree(u, g)) else {
             break;
         };
@@ -1222,6 +1221,54 @@ fn shrink(start: &Case) -> (Case, Outcome, Outcome) {
         (upstream, gateway) = (u, g);
     }
     (current, upstream, gateway)
+}
+
+/// The oracle binary this test runs, pinned: a hard link (or a copy) of the provisioned one,
+/// removed when dropped. `$CACHE/oracle-<version>/oracle` is shared by every checkout on the
+/// machine and rebuilt in place from whichever `tests/oracle/main.go` provisioned last, so the
+/// file can change under a long run; the link keeps this run's build. Checked to know mode
+/// `webhooks` (provisioned again if another checkout's build without it came in between).
+struct Pinned(std::path::PathBuf);
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn pinned_oracle() -> Pinned {
+    let mut path = provision::oracle().to_owned();
+    for _ in 0..3 {
+        let pinned = Pinned(path.with_file_name(format!("oracle.pinned-{}", std::process::id())));
+        let _ = std::fs::remove_file(&pinned.0);
+        if std::fs::hard_link(&path, &pinned.0).is_err() {
+            std::fs::copy(&path, &pinned.0).unwrap_or_else(|e| panic!("copying {}: {e}", path.display()));
+        }
+        let probe = Case { name: "probe".into(), hooks: Vec::new(), request: pod_create() };
+        let line =
+            json!({"mode": "webhooks", "config": probe.config(), "review": probe.review()}).to_string();
+        let mut child = Command::new(&pinned.0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the oracle starts");
+        child.stdin.take().unwrap().write_all(format!("{line}\n").as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        if answer["allowed"] == true {
+            return pinned;
+        }
+        let status = Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/provision/provision.sh"))
+            .arg("oracle")
+            .status()
+            .expect("bash runs");
+        assert!(status.success(), "provisioning the oracle again failed");
+        let current = provision::cache_dir().join("oracle-current");
+        path = std::fs::read_to_string(&current).expect("oracle-current").trim().into();
+    }
+    panic!("the provisioned oracle does not know mode webhooks (another checkout keeps rebuilding it?)")
 }
 
 fn known_differences() -> BTreeMap<String, String> {
@@ -1278,7 +1325,8 @@ fn webhook_dispatch_agrees_with_upstream_or_is_listed() {
         cases.retain(|c| only.contains(&c.name));
     }
     let known = known_differences();
-    let results = both(&cases);
+    let oracle = pinned_oracle();
+    let results = both(&cases, &oracle.0);
 
     let (mut agreeing, mut unconverted) = (0, 0);
     let mut failures = Vec::new();
@@ -1331,8 +1379,8 @@ fn webhook_dispatch_agrees_with_upstream_or_is_listed() {
     ));
     shown(&format!("oracle_webhooks: what upstream decided: {}", coverage(&cases, &results)));
     if std::env::var_os("ORACLE_SHRINK").is_some() {
-        for case in differing.iter().filter(|c| c.name.starts_with("generated-")) {
-            let (smallest, u, g) = shrink(case);
+        for case in differing.iter().filter(|c| c.name.starts_with("generated-")).take(3) {
+            let (smallest, u, g) = shrink(case, &oracle.0);
             eprintln!("smallest variant of {}: {}\n{}", case.name, summary(&u, &g), smallest.describe());
         }
     }

@@ -838,6 +838,9 @@ func matchWebhooks(ctx context.Context, c *config, attrs admission.Attributes, k
 // (level Request, so the patch annotations are recorded) and the warning recorder. The webhooks
 // are called for real: clientConfig.url with its caBundle.
 //
+// The mutating plugin is built with upstream's JSON Patch library (gopkg.in/evanphx/json-patch.v4),
+// where Debian's package imports v5 (tests/oracle/provision.sh puts the import back).
+//
 // The object stays unstructured through the chain, as a custom resource's does: conversion
 // between versions (matchPolicy Equivalent) is the CRD "None" strategy (unstructuredConvertor:
 // the same fields, another apiVersion), and nothing is defaulted or pruned.

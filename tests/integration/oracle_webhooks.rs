@@ -24,6 +24,9 @@
 //! Normalized, and only these (each is nondeterminism upstream or a difference
 //! docs/differences.md names):
 //! - the request uids a webhook is sent are random on both sides: a uid in a text is `<uid>`;
+//! - numbers in the object are compared as numbers ([`same_json`]): upstream writes the patched
+//!   object in Go's number formats, the gateway keeps the webhook's (docs/differences.md, "The
+//!   patched object's text");
 //! - upstream calls validating webhooks in parallel and returns the first denial to *complete*
 //!   and records warnings in completion order; the gateway returns the first in configuration
 //!   order with every failing webhook's message in a list (docs/differences.md, "Several
@@ -162,6 +165,24 @@ fn answer(behaviour: &Value, review: &Value) -> (u16, &'static str, String) {
                 json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview"}).to_string(),
             )
         }
+        // An error status with a Status body, as a Go webhook framework writes it.
+        "status" => {
+            let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "quota exceeded", "reason": "Forbidden", "code": 403});
+            return (403, "application/json", status.to_string());
+        }
+        "badBase64" => {
+            response["patch"] = json!("!!not base64!!");
+            response["patchType"] = json!("JSONPatch");
+        }
+        "patchNotArray" => {
+            response["patch"] = json!(support::base64("{\"op\": \"add\"}"));
+            response["patchType"] = json!("JSONPatch");
+        }
+        "textPlain" => {
+            let body =
+                json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response});
+            return (200, "text/plain", body.to_string());
+        }
         other => panic!("unknown webhook behaviour {other}"),
     }
     if let Some(warnings) = behaviour.get("warnings") {
@@ -214,6 +235,27 @@ fn patch_operations(behaviour: &Value, object: &Value) -> Vec<Value> {
             "number" => out.push(json!({"op": "add", "path": "/spec/ratio", "value": 1.5})),
             "bad" => out.push(json!({"op": "add", "path": "/nowhere/deep", "value": 1})),
             "unknownOp" => out.push(json!({"op": "frobnicate", "path": "/spec"})),
+            // Numbers as written: a float that is whole, an exponent, minus zero.
+            "numbers" => {
+                out.push(json!({"op": "add", "path": "/spec/whole", "value": 1.0}));
+                out.push(serde_json::from_str(r#"{"op": "add", "path": "/spec/exp", "value": 1e3}"#).unwrap());
+                out.push(serde_json::from_str(r#"{"op": "add", "path": "/spec/negzero", "value": -0.0}"#).unwrap());
+            }
+            // An integer past int64 (upstream's unstructured decoding makes it a float64).
+            "bigInt" => out.push(
+                serde_json::from_str(r#"{"op": "add", "path": "/spec/big", "value": 12345678901234567890}"#).unwrap(),
+            ),
+            "escaped" => {
+                ensure(&mut out, "labels", &mut labels);
+                out.push(json!({"op": "add", "path": "/metadata/labels/example.com~1role", "value": "x~y"}));
+            }
+            "negIndex" => out.push(json!({"op": "add", "path": "/spec/containers/-1", "value": {"name": "neg"}})),
+            "outOfRange" => out.push(json!({"op": "add", "path": "/spec/containers/5", "value": {"name": "far"}})),
+            "removeFirst" => out.push(json!({"op": "remove", "path": "/spec/containers/0"})),
+            "unicode" => {
+                ensure(&mut out, "annotations", &mut annotations);
+                out.push(json!({"op": "add", "path": "/metadata/annotations/text", "value": "é\u{2028}<>&\u{1F600}"}));
+            }
             other => panic!("unknown patch operation {other}"),
         }
     }
@@ -634,6 +676,10 @@ fn generated_behaviour(rng: &mut Rng, mutating: bool, calm: bool) -> Value {
             (1, "uid"),
             (1, "slow"),
             (1, "absent"),
+            (1, "status"),
+            (1, "badBase64"),
+            (1, "patchNotArray"),
+            (1, "textPlain"),
         ])
     } else {
         rng.weighted(&[
@@ -645,6 +691,8 @@ fn generated_behaviour(rng: &mut Rng, mutating: bool, calm: bool) -> Value {
             (1, "uid"),
             (1, "slow"),
             (1, "absent"),
+            (1, "status"),
+            (1, "textPlain"),
         ])
     };
     let mut b = json!({"do": what});
@@ -689,6 +737,13 @@ fn generated_behaviour(rng: &mut Rng, mutating: bool, calm: bool) -> Value {
                         (2, "number"),
                         (if calm { 0 } else { 1 }, "bad"),
                         (if calm { 0 } else { 1 }, "unknownOp"),
+                        (1, "numbers"),
+                        (1, "bigInt"),
+                        (1, "escaped"),
+                        (if calm { 0 } else { 1 }, "negIndex"),
+                        (if calm { 0 } else { 1 }, "outOfRange"),
+                        (1, "removeFirst"),
+                        (1, "unicode"),
                     ])
                 })
                 .collect();
@@ -699,7 +754,7 @@ fn generated_behaviour(rng: &mut Rng, mutating: bool, calm: bool) -> Value {
         }
         _ => {}
     }
-    if !matches!(what, "500" | "garbage" | "slow" | "absent") {
+    if !matches!(what, "500" | "garbage" | "slow" | "absent" | "status") {
         if rng.chance(25) {
             b["warnings"] = rng.pick(&[
                 json!(["careful"]),
@@ -707,6 +762,7 @@ fn generated_behaviour(rng: &mut Rng, mutating: bool, calm: bool) -> Value {
                 json!(["careful", "careful"]),
                 json!(["line\nbreak", "tab\there", ""]),
                 json!(["\u{7f}control", "a\u{0}b"]),
+                json!(["ü".repeat(300), "x".repeat(5000)]),
             ]);
         }
         if rng.chance(25) {
@@ -856,6 +912,18 @@ fn named() -> Vec<Case> {
         Req { resource: "deployments", ..pod_create() },
     );
     case(
+        "patch-numbers",
+        vec![hook("a.example.com", true, json!({"do": "patch", "ops": ["numbers", "unicode", "escaped"]}))],
+        pod_create(),
+    );
+    case(
+        "patch-big-integer",
+        vec![hook("a.example.com", true, json!({"do": "patch", "ops": ["bigInt"]}))],
+        pod_create(),
+    );
+    case("patch-bad-base64", vec![hook("a.example.com", true, json!({"do": "badBase64"}))], pod_create());
+    case("status-body", vec![hook("a.example.com", false, json!({"do": "status"}))], pod_create());
+    case(
         "two-denials",
         vec![
             hook("a.example.com", false, json!({"do": "deny", "status": {"message": "a says no"}})),
@@ -957,6 +1025,54 @@ fn position_in_list(one: &str, list: &str) -> Option<bool> {
     }
 }
 
+/// JSON equality with numbers compared as numbers: integers exactly, anything with a fraction or
+/// an exponent by its double (`1.0` is `1`, `1e3` is `1000`, `-0.0` is `0`): upstream re-encodes
+/// the object with Go's number formats after every patch, the gateway keeps the webhook's text
+/// (docs/differences.md, "The patched object's text").
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                x == y
+            } else if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                x == y
+            } else {
+                x.as_f64() == y.as_f64()
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Where two objects differ (by [`same_json`]): `POINTER: upstream's value, gateway's value`.
+fn json_differences(at: &str, u: &Value, g: &Value, out: &mut Vec<String>) {
+    match (u, g) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                let path = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                match (x.get(key), y.get(key)) {
+                    (Some(a), Some(b)) => json_differences(&path, a, b, out),
+                    (a, b) => out.push(format!("{path}: upstream {a:?}, gateway {b:?}")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (a, b)) in x.iter().zip(y).enumerate() {
+                json_differences(&format!("{at}/{i}"), a, b, out);
+            }
+        }
+        _ if !same_json(u, g) => out.push(format!("{at}: upstream {u}, gateway {g}")),
+        _ => {}
+    }
+}
+
 /// Whether the two agree, after the normalizations of the module's header.
 fn agree(upstream: &Outcome, gateway: &Outcome) -> bool {
     let (Outcome::Decided(u), Outcome::Decided(g)) = (upstream, gateway) else {
@@ -988,7 +1104,7 @@ fn agree(upstream: &Outcome, gateway: &Outcome) -> bool {
         && u.code == g.code
         && u.reason == g.reason
         && u.message == g.message
-        && u.object == g.object
+        && same_json(&u.object, &g.object)
         && sorted(&u.warnings) == sorted(&g.warnings)
         && u.audit == g.audit
 }
@@ -1018,12 +1134,10 @@ fn summary(upstream: &Outcome, gateway: &Outcome) -> String {
             if u.message != g.message {
                 parts.push(format!("message: upstream {:?}, gateway {:?}", cut(&u.message), cut(&g.message)));
             }
-            if u.object != g.object && (u.allowed || g.allowed) {
-                parts.push(format!(
-                    "object: upstream {}, gateway {}",
-                    cut(&u.object.to_string()),
-                    cut(&g.object.to_string())
-                ));
+            if !same_json(&u.object, &g.object) && (u.allowed || g.allowed) {
+                let mut paths = Vec::new();
+                json_differences("", &u.object, &g.object, &mut paths);
+                parts.push(format!("object: {}", cut(&paths.join(", "))));
             }
             let (mut uw, mut gw) = (u.warnings.clone(), g.warnings.clone());
             uw.sort();
@@ -1389,7 +1503,21 @@ fn webhook_dispatch_agrees_with_upstream_or_is_listed() {
             "# Cases of tests/integration/oracle_webhooks.rs whose outcome differs from upstream's webhook\n\
              # dispatch (k8s.io/apiserver, tests/oracle/main.go in mode webhooks), one `name: what differs`\n\
              # a line. The test fails when a case not listed differs and when a listed case agrees.\n\
-             # ORACLE_WRITE_KNOWN=1 cargo test --locked --test integration oracle_webhooks rewrites it.\n",
+             # ORACLE_WRITE_KNOWN=1 cargo test --locked --test integration oracle_webhooks rewrites it.\n\
+             #\n\
+             # The kinds (k8s.io/apiserver 0.36.4, 2026-11-28):\n\
+             # - `illegal base64 data`: a response.patch that is not base64. Upstream: `failed to call\n\
+             #   webhook: illegal base64 data at input byte 0`; the gateway: `failed to call webhook:\n\
+             #   couldn't get version/kind; json parse error: illegal base64 data at input byte 0 at line 1\n\
+             #   column N`. Same decision (500, or failed open). Not documented: the gateway's text.\n\
+             # - `\"big\":`: an integer past int64 added by a patch. Upstream decodes the object as a\n\
+             #   custom resource's (a float64: 12345678901234567890 becomes 12345678901234567000) for the\n\
+             #   next webhooks and the result; the gateway keeps the integer. Not documented\n\
+             #   (docs/differences.md, \"The patched object's text\", says the same JSON value).\n\
+             # - `\"mutated\"` of a round_1 annotation: a re-patch to the same number whose Go type changed\n\
+             #   (int64 after upstream re-encoded `1.0` as `1`, float64 again from the patch): upstream's\n\
+             #   Semantic.DeepEqual sees a change, the gateway's JSON equality none. Documented\n\
+             #   (docs/differences.md, \"Objects are raw JSON\": \"changed\" is JSON equality).\n",
         );
         for (name, why) in &observed {
             let _ = writeln!(text, "{name}: {why}");
@@ -1411,6 +1539,15 @@ fn several_failures_are_found_in_the_list() {
     assert_eq!(position_in_list("Internal error occurred: z", list), Some(false));
     assert_eq!(position_in_list("z", list), None);
     assert_eq!(position_in_list("x", "x"), None);
+}
+
+#[test]
+fn numbers_compare_as_numbers() {
+    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+    assert!(same_json(&parse(r#"{"a": [1, 1e3, -0]}"#), &parse(r#"{"a": [1.0, 1000, -0.0]}"#)));
+    assert!(!same_json(&parse("12345678901234567890"), &parse("12345678901234567000")));
+    assert!(!same_json(&parse(r#"{"a": 1}"#), &parse(r#"{"a": 1, "b": 2}"#)));
+    assert!(!same_json(&parse("1"), &parse("\"1\"")));
 }
 
 #[test]

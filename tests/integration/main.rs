@@ -28,6 +28,7 @@ mod metrics;
 mod modes;
 mod mutating;
 mod oracle;
+mod oracle_webhooks;
 mod overload;
 mod policies;
 mod prometheus;

@@ -9,7 +9,13 @@
 //     handler chain (admission.WithAudit, endpoints/filters.WithWarningRecorder);
 //   - the matchConditions of each webhook of a ValidatingWebhookConfiguration or
 //     MutatingWebhookConfiguration, compiled as the webhook plugin compiles them (its
-//     ConditionCompiler over the base environment) and matched on the request.
+//     ConditionCompiler over the base environment) and matched on the request;
+//   - in mode "webhooks" (a case's "mode" field, or --webhooks by hand; compared by
+//     tests/integration/oracle_webhooks.rs), the webhook dispatchers instead: the
+//     MutatingAdmissionWebhook plugin, then the ValidatingAdmissionWebhook plugin on the mutated
+//     object, chained and reinvoked as kube-apiserver does (runWebhooks below), calling the
+//     configuration's webhooks for real (clientConfig.url with its caBundle; the case's
+//     Namespaces for namespaceSelectors).
 //
 // What the server supplies and is not packaged is supplied here: the REST mapper (the kinds of
 // the case), the authorizer (one that cannot decide, as the gateway outside cluster mode) and
@@ -24,11 +30,17 @@
 //	oracle [-j N] < cases.jsonl               one JSON line in per case, one JSON line out, in order
 //	oracle --review REVIEW.json CONFIG...     one case by hand: the configuration's files or
 //	                                          directories (YAML or JSON), the answer indented
+//	oracle --webhooks --review REVIEW.json CONFIG...
+//	                                          the same in mode "webhooks"
 //	oracle --version                          the upstream version it runs
 //
-// A case: {"config": [<objects>...], "review": <AdmissionReview v1>}. An answer:
-// {"upstream", "allowed", "code", "reason", "message", "warnings", "auditAnnotations",
-// "webhooks": [{"name", "match": "true|false|error", "condition", "error"}], "refused", "error"}.
+// A case: {"config": [<objects>...], "review": <AdmissionReview v1>, "mode": "webhooks"?}. An
+// answer: {"upstream", "allowed", "code", "reason", "message", "warnings", "auditAnnotations",
+// "webhooks": [{"name", "match": "true|false|error", "condition", "error"}], "refused", "error"};
+// in mode "webhooks" "webhooks" is empty, "auditAnnotations" are those recorded at audit level
+// Request (the patch annotations included), and "object" is the request's object after the
+// mutating webhooks (absent for a request without one). A mode-"webhooks" configuration holds
+// webhook configurations and Namespaces only.
 // "refused" is a policy or webhook the API server would refuse at creation (an expression that
 // does not compile in the stored-expression environment); "error" is the oracle's own failure
 // to run the case (bad input), never a decision. Nothing but these lines goes to standard output,
@@ -71,6 +83,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -80,6 +94,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
@@ -97,6 +112,8 @@ var upstreamVersion = "k8s.io/apiserver " + apiserverVersion
 type caseIn struct {
 	Config []json.RawMessage `json:"config"`
 	Review json.RawMessage   `json:"review"`
+	// "webhooks": run the webhook dispatchers (runWebhooks) instead of the policies.
+	Mode string `json:"mode,omitempty"`
 }
 
 type webhookOut struct {
@@ -117,6 +134,9 @@ type caseOut struct {
 	Webhooks         []webhookOut      `json:"webhooks"`
 	Refused          string            `json:"refused,omitempty"`
 	Error            string            `json:"error,omitempty"`
+	// Mode "webhooks": the request's object after the mutating webhooks (absent when the
+	// request has none, e.g. a DELETE).
+	Object json.RawMessage `json:"object,omitempty"`
 	// With -bench: the process's CPU time (user and system, GC included) per Validate call
 	// over that many calls after the first, and their wall time.
 	BenchCalls       int   `json:"benchCalls,omitempty"`
@@ -140,6 +160,7 @@ func main() {
 	version := flag.Bool("version", false, "print the upstream version and exit")
 	jobs := flag.Int("j", 4*runtime.GOMAXPROCS(0), "cases run at the same time")
 	reviewFile := flag.String("review", "", "run one case: this AdmissionReview (JSON) against the configuration files and directories given as arguments")
+	webhooksMode := flag.Bool("webhooks", false, "with --review: run the webhook dispatchers on the case (mode \"webhooks\") instead of the policies")
 	flag.IntVar(&benchRounds, "bench", 0, "with --review: run the plugin's Validate this many more times and print the CPU time per call (the load test's upstream figure)")
 	flag.Parse()
 	if *version {
@@ -148,7 +169,11 @@ func main() {
 	}
 	if *reviewFile != "" {
 		quiet()
-		if err := byHand(*reviewFile, flag.Args(), os.Stdout); err != nil {
+		mode := ""
+		if *webhooksMode {
+			mode = "webhooks"
+		}
+		if err := byHand(*reviewFile, mode, flag.Args(), os.Stdout); err != nil {
 			fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
 			os.Exit(1)
 		}
@@ -177,12 +202,12 @@ func quiet() {
 }
 
 // byHand runs one case read from files and prints its answer, indented.
-func byHand(reviewFile string, paths []string, out io.Writer) error {
+func byHand(reviewFile, mode string, paths []string, out io.Writer) error {
 	review, err := os.ReadFile(reviewFile)
 	if err != nil {
 		return err
 	}
-	in := caseIn{Review: review}
+	in := caseIn{Review: review, Mode: mode}
 	for _, path := range paths {
 		files := []string{path}
 		if info, err := os.Stat(path); err != nil {
@@ -376,12 +401,20 @@ func parseConfig(raws []json.RawMessage) (*config, error) {
 	}
 	for _, w := range c.validating {
 		for i := range w.Webhooks {
-			defaultWebhook(&w.Webhooks[i].FailurePolicy, &w.Webhooks[i].MatchPolicy, &w.Webhooks[i].NamespaceSelector, &w.Webhooks[i].ObjectSelector, w.Webhooks[i].Rules)
+			h := &w.Webhooks[i]
+			defaultWebhook(&h.FailurePolicy, &h.MatchPolicy, &h.NamespaceSelector, &h.ObjectSelector, h.Rules)
+			defaultTimeout(&h.TimeoutSeconds)
 		}
 	}
 	for _, w := range c.mutating {
 		for i := range w.Webhooks {
-			defaultWebhook(&w.Webhooks[i].FailurePolicy, &w.Webhooks[i].MatchPolicy, &w.Webhooks[i].NamespaceSelector, &w.Webhooks[i].ObjectSelector, w.Webhooks[i].Rules)
+			h := &w.Webhooks[i]
+			defaultWebhook(&h.FailurePolicy, &h.MatchPolicy, &h.NamespaceSelector, &h.ObjectSelector, h.Rules)
+			defaultTimeout(&h.TimeoutSeconds)
+			if h.ReinvocationPolicy == nil {
+				never := admissionregistrationv1.NeverReinvocationPolicy
+				h.ReinvocationPolicy = &never
+			}
 		}
 	}
 	return c, nil
@@ -440,6 +473,14 @@ func defaultWebhook(fp **admissionregistrationv1.FailurePolicyType, mp **admissi
 			all := admissionregistrationv1.AllScopes
 			rules[i].Scope = &all
 		}
+	}
+}
+
+// timeoutSeconds' v1 default (kubernetes pkg/apis/admissionregistration/v1/defaults.go).
+func defaultTimeout(t **int32) {
+	if *t == nil {
+		ten := int32(10)
+		*t = &ten
 	}
 }
 
@@ -646,6 +687,13 @@ func runCase(in caseIn) (caseOut, error) {
 		out.Refused = why
 		return out, nil
 	}
+	switch in.Mode {
+	case "":
+	case "webhooks":
+		return runWebhooks(in, c)
+	default:
+		return out, fmt.Errorf("mode %q: the oracle knows \"webhooks\" (and none, the policies)", in.Mode)
+	}
 	attrs, kind, resource, err := attributesOf(in.Review)
 	if err != nil {
 		return out, err
@@ -773,4 +821,230 @@ func matchWebhooks(ctx context.Context, c *config, attrs admission.Attributes, k
 		out = append(out, o)
 	}
 	return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mode "webhooks": the webhook dispatchers
+
+// runWebhooks runs the case through upstream's MutatingAdmissionWebhook and then its
+// ValidatingAdmissionWebhook plugin, chained as kube-apiserver chains them: the plugins built by
+// their own constructors (mutating.NewMutatingWebhook, validatingwebhook.NewValidatingAdmissionWebhook:
+// the client manager with the default service and authentication resolvers), initialized through
+// admission.Plugins.NewFromPlugins (which wraps the chain in the reinvocation handler), over fake
+// informers holding the case's webhook configurations and Namespaces; then, as the create and
+// update handlers (k8s.io/apiserver/pkg/endpoints/handlers) do, admission.WithAudit(chain).Admit
+// on the request's attributes and Validate on new attributes carrying the mutated object
+// (k8s.io/apiserver/pkg/registry/rest.AdmissionToValidateObjectFunc), inside the audit context
+// (level Request, so the patch annotations are recorded) and the warning recorder. The webhooks
+// are called for real: clientConfig.url with its caBundle.
+//
+// The mutating plugin is built with upstream's JSON Patch library (gopkg.in/evanphx/json-patch.v4),
+// where Debian's package imports v5 (tests/oracle/provision.sh puts the import back).
+//
+// The object stays unstructured through the chain, as a custom resource's does: conversion
+// between versions (matchPolicy Equivalent) is the CRD "None" strategy (unstructuredConvertor:
+// the same fields, another apiVersion), and nothing is defaulted or pruned.
+func runWebhooks(in caseIn, c *config) (caseOut, error) {
+	out := caseOut{Upstream: upstreamVersion}
+	if len(c.policies) > 0 || len(c.bindings) > 0 {
+		return out, errors.New("mode webhooks: the configuration holds policies (run them without a mode)")
+	}
+	attrs, _, _, err := attributesOf(in.Review)
+	if err != nil {
+		return out, err
+	}
+	seeded := append([]k8sruntime.Object{}, c.objects...)
+	for _, w := range c.mutating {
+		seeded = append(seeded, w)
+	}
+	for _, w := range c.validating {
+		seeded = append(seeded, w)
+	}
+	client := fake.NewSimpleClientset(seeded...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	stop := make(chan struct{})
+	defer close(stop)
+
+	mutatingPlugin, err := mutating.NewMutatingWebhook(nil)
+	if err != nil {
+		return out, fmt.Errorf("mutating.NewMutatingWebhook: %v", err)
+	}
+	validatingPlugin, err := validatingwebhook.NewValidatingAdmissionWebhook(nil)
+	if err != nil {
+		return out, fmt.Errorf("validatingwebhook.NewValidatingAdmissionWebhook: %v", err)
+	}
+	plugins := admission.NewPlugins()
+	plugins.Register(mutating.PluginName, func(io.Reader) (admission.Interface, error) { return mutatingPlugin, nil })
+	plugins.Register(validatingwebhook.PluginName, func(io.Reader) (admission.Interface, error) { return validatingPlugin, nil })
+	initialize := admission.PluginInitializers{pluginInitializer{client: client, factory: factory, stop: stop}}
+	chain, err := plugins.NewFromPlugins([]string{mutating.PluginName, validatingwebhook.PluginName}, noPluginConfig{}, initialize, nil)
+	if err != nil {
+		return out, fmt.Errorf("the admission chain: %v", err)
+	}
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	objectInterfaces := webhookObjectInterfaces()
+	var admitErr error
+	var annotations map[string]string
+	var final k8sruntime.Object
+	handler := filters.WithWarningRecorder(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := audit.WithAuditContext(r.Context())
+		ac := audit.AuditContextFrom(ctx)
+		_ = ac.Init(audit.RequestAuditConfig{Level: auditinternal.LevelRequest}, nil)
+		admit := admission.WithAudit(chain)
+		if mutator, ok := admit.(admission.MutationInterface); ok && mutator.Handles(attrs.GetOperation()) {
+			admitErr = mutator.Admit(ctx, attrs, objectInterfaces)
+		}
+		final = attrs.GetObject()
+		if admitErr == nil {
+			finalAttrs := admission.NewAttributesRecord(attrs.GetObject(), attrs.GetOldObject(), attrs.GetKind(),
+				attrs.GetNamespace(), attrs.GetName(), attrs.GetResource(), attrs.GetSubresource(),
+				attrs.GetOperation(), attrs.GetOperationOptions(), attrs.IsDryRun(), attrs.GetUserInfo())
+			if validator, ok := admit.(admission.ValidationInterface); ok && validator.Handles(finalAttrs.GetOperation()) {
+				admitErr = validator.Validate(ctx, finalAttrs, objectInterfaces)
+			}
+		}
+		annotations = ac.GetEventAnnotations()
+		w.WriteHeader(http.StatusOK)
+	}))
+	recorder := httptest.NewRecorder()
+	handler.ServeHTTP(recorder, httptest.NewRequest(http.MethodPost, "/", nil))
+
+	out.AuditAnnotations = annotations
+	warnings, _ := utilnet.ParseWarningHeaders(recorder.Header().Values("Warning"))
+	for _, w := range warnings {
+		out.Warnings = append(out.Warnings, w.Text)
+	}
+	if u, ok := final.(*unstructured.Unstructured); ok && u != nil {
+		text, err := json.Marshal(u.Object)
+		if err != nil {
+			return out, fmt.Errorf("encoding the final object: %v", err)
+		}
+		out.Object = text
+	}
+	if admitErr == nil {
+		out.Allowed = true
+		out.Code = http.StatusOK
+		return out, nil
+	}
+	var status *metav1.Status
+	if s, ok := admitErr.(apierrors.APIStatus); ok {
+		st := s.Status()
+		status = &st
+	} else {
+		status = responsewriters.ErrorToAPIStatus(admitErr)
+	}
+	out.Code = status.Code
+	out.Reason = string(status.Reason)
+	out.Message = status.Message
+	return out, nil
+}
+
+// pluginInitializer does for the two webhook plugins what kube-apiserver's initializers do
+// (k8s.io/apiserver/pkg/admission/initializer and the webhook initializer): the clientset and
+// informers (the Namespace lister and the configuration informers), the authorizer (one that
+// cannot decide, as the gateway outside cluster mode) and the drained notification. The service
+// and authentication resolvers stay the constructors' defaults: clientConfig.url needs neither.
+type pluginInitializer struct {
+	client  *fake.Clientset
+	factory informers.SharedInformerFactory
+	stop    chan struct{}
+}
+
+func (p pluginInitializer) Initialize(plugin admission.Interface) {
+	type webhookPlugin interface {
+		SetExternalKubeClientSet(kubernetes.Interface)
+		SetExternalKubeInformerFactory(informers.SharedInformerFactory)
+		SetAuthorizer(authorizer.Authorizer)
+		SetDrainedNotification(<-chan struct{})
+		SetAPIServerID(string)
+	}
+	if w, ok := plugin.(webhookPlugin); ok {
+		w.SetAPIServerID("oracle")
+		w.SetDrainedNotification(p.stop)
+		w.SetAuthorizer(noAuthorizer{})
+		w.SetExternalKubeClientSet(p.client)
+		w.SetExternalKubeInformerFactory(p.factory)
+	}
+}
+
+// noPluginConfig: no admission configuration file (the plugins' defaults).
+type noPluginConfig struct{}
+
+func (noPluginConfig) ConfigFor(string) (io.Reader, error) { return nil, nil }
+
+// The resources whose versions are equivalent (matchPolicy Equivalent), as kube-apiserver
+// registers them: the Deployment's group versions (apps and extensions share one identity, as
+// in kube-apiserver's equivalent resource registry). Everything else has only its own version.
+func webhookObjectInterfaces() admission.ObjectInterfaces {
+	registry := k8sruntime.NewEquivalentResourceRegistryWithIdentity(func(gr schema.GroupResource) string {
+		if gr.Group == "extensions" && gr.Resource == "deployments" {
+			return "deployments.apps"
+		}
+		return ""
+	})
+	for _, gv := range []schema.GroupVersion{{Group: "apps", Version: "v1"}, {Group: "apps", Version: "v1beta2"}, {Group: "apps", Version: "v1beta1"}, {Group: "extensions", Version: "v1beta1"}} {
+		for _, sub := range []string{"", "status", "scale"} {
+			kind := gv.WithKind("Deployment")
+			if sub == "scale" {
+				kind = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+			}
+			registry.RegisterKindFor(gv.WithResource("deployments"), sub, kind)
+		}
+	}
+	scheme := clientgoscheme.Scheme
+	return &admission.RuntimeObjectInterfaces{
+		ObjectCreater:            unstructuredCreater{},
+		ObjectTyper:              scheme,
+		ObjectDefaulter:          scheme,
+		ObjectConvertor:          unstructuredConvertor{},
+		EquivalentResourceMapper: registry,
+	}
+}
+
+// unstructuredCreater makes every object unstructured, as the API server does for a custom
+// resource.
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(kind schema.GroupVersionKind) (k8sruntime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetGroupVersionKind(kind)
+	return u, nil
+}
+
+// unstructuredConvertor converts between versions as a CRD without a conversion webhook does
+// (strategy None): a deep copy with the target's apiVersion.
+type unstructuredConvertor struct{}
+
+func (unstructuredConvertor) Convert(in, out, _ interface{}) error {
+	from, ok := in.(*unstructured.Unstructured)
+	to, ok2 := out.(*unstructured.Unstructured)
+	if !ok || !ok2 {
+		return fmt.Errorf("the oracle converts unstructured objects only, not %T to %T", in, out)
+	}
+	kind := to.GroupVersionKind()
+	to.Object = k8sruntime.DeepCopyJSON(from.Object)
+	if !kind.Empty() {
+		to.SetGroupVersionKind(kind)
+	}
+	return nil
+}
+
+func (unstructuredConvertor) ConvertToVersion(in k8sruntime.Object, target k8sruntime.GroupVersioner) (k8sruntime.Object, error) {
+	from, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("the oracle converts unstructured objects only, not %T", in)
+	}
+	kind, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{from.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("no target version for %v", from.GroupVersionKind())
+	}
+	to := &unstructured.Unstructured{Object: k8sruntime.DeepCopyJSON(from.Object)}
+	to.SetGroupVersionKind(kind)
+	return to, nil
+}
+
+func (unstructuredConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
 }

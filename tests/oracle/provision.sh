@@ -17,8 +17,10 @@
 #     sysroot $CACHE/oracle-sysroot (2.1 GB);
 #  3. `go build -p 1` in GOPATH mode against the sysroot's /usr/share/gocode (~5 minutes cold on
 #     2 cores; GOCACHE in $CACHE/oracle-gocache, 1.2 GB; seconds afterwards), the upstream
-#     version stamped in with -ldflags -X.
-# The binary: $CACHE/oracle-<apiserver version>/oracle, rebuilt when main.go's hash changes;
+#     version stamped in with -ldflags -X; the mutating webhook plugin with its JSON Patch
+#     library put back to upstream's v4 (below).
+# The binary: $CACHE/oracle-<apiserver version>/oracle, rebuilt when main.go's (or this
+# script's) hash changes;
 # $CACHE/oracle-current names it.
 #
 # Called with the oracle lock held (tests/provision/provision.sh). Prints on standard error.
@@ -166,7 +168,7 @@ GOROOT_DIR="$(ls -d "$SYSROOT"/usr/lib/go-1.* 2>/dev/null | sort -V | tail -1)"
 
 # --- 3. the build ------------------------------------------------------------------------------
 OUT="$CACHE/oracle-$UPSTREAM"
-hash="$(cat "$here/main.go" "$SYSROOT/.packages" | sha256sum | cut -c1-16)"
+hash="$(cat "$here/main.go" "$here/provision.sh" "$SYSROOT/.packages" | sha256sum | cut -c1-16)"
 if [ -x "$OUT/oracle" ] && [ "$(cat "$OUT/source.sha256" 2>/dev/null)" = "$hash" ]; then
     echo "$OUT/oracle" >"$CACHE/oracle-current"
     say "oracle for k8s.io/apiserver v$UPSTREAM is built ($OUT/oracle)"
@@ -176,6 +178,32 @@ work="$OUT/gopath"
 rm -rf "$work"
 mkdir -p "$work/src/admission-gateway-oracle" "$GOCACHE_DIR"
 cp "$here/main.go" "$work/src/admission-gateway-oracle/"
+# Debian's golang-k8s-apiserver-dev switches k8s.io/apiserver's json-patch imports to the v5
+# module (its changelog: "Switch json-patch imports to the v5 module path"); kube-apiserver 1.36
+# applies a mutating webhook's patch with gopkg.in/evanphx/json-patch.v4 (k8s.io/apiserver's
+# go.mod), whose `replace` of a missing object key adds it where v5 refuses. The mutating
+# webhook plugin is built from the packaged sources with that one import put back to v4, the
+# root package of golang-github-evanphx-json-patch-dev. GOPATH mode takes a directory from the
+# first GOPATH entry that has it, so the first entry gets every directory on the way there with
+# their other entries linked to the sysroot's.
+mutating_pkg=k8s.io/apiserver/pkg/admission/plugin/webhook/mutating
+gocode="$SYSROOT/usr/share/gocode/src"
+rel=""
+for part in ${mutating_pkg//\// }; do
+    mkdir -p "$work/src/$rel"
+    for entry in "$gocode/$rel"*; do
+        name="$(basename "$entry")"
+        [ "$name" = "$part" ] || [ -e "$work/src/$rel$name" ] || ln -s "$entry" "$work/src/$rel$name"
+    done
+    rel="$rel$part/"
+done
+mkdir -p "$work/src/$mutating_pkg"
+for f in "$SYSROOT/usr/share/gocode/src/$mutating_pkg"/*.go; do
+    case "$f" in *_test.go) continue ;; esac
+    sed 's|jsonpatch "github.com/evanphx/json-patch/v5"|jsonpatch "github.com/evanphx/json-patch"|' "$f" >"$work/src/$mutating_pkg/$(basename "$f")"
+done
+grep -q 'jsonpatch "github.com/evanphx/json-patch"$' "$work/src/$mutating_pkg/dispatcher.go" ||
+    die "$mutating_pkg/dispatcher.go no longer imports json-patch v5 as jsonpatch: review the v4 overlay"
 started=$(date +%s)
 say "go build -p 1 against k8s.io/apiserver v$UPSTREAM ($(basename "$GOROOT_DIR"); a first build takes ~5 minutes)"
 (

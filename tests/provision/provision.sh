@@ -81,11 +81,12 @@ present() {
     prometheus) command -v prometheus >/dev/null || [ -x /usr/bin/prometheus ] ;;
     kopf) [ -f "$KOPF_VENV/.provisioned" ] && "$KOPF_VENV/bin/python" -c 'import kopf' 2>/dev/null ;;
     oracle)
-        # Built from this tree's main.go (tests/oracle/provision.sh writes the hash it built).
+        # Built from this tree's main.go and tests/oracle/provision.sh (which writes the hash it
+        # built).
         local bin
         bin="$(cat "$CACHE/oracle-current" 2>/dev/null)" && [ -x "$bin" ] \
             && [ -f "$CACHE/oracle-sysroot/.packages" ] \
-            && [ "$(cat "$here/../oracle/main.go" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)" \
+            && [ "$(cat "$here/../oracle/main.go" "$here/../oracle/provision.sh" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)" \
                 = "$(cat "$(dirname "$bin")/source.sha256" 2>/dev/null)" ]
         ;;
     esac
@@ -105,7 +106,7 @@ fi
 
 started=$(date +%s)
 if [ "$tool" = oracle ] && [ -f "$CACHE/oracle-current" ]; then
-    say "rebuilding the oracle (tests/oracle/main.go or its packages changed)…"
+    say "rebuilding the oracle (tests/oracle/main.go, its provision.sh or its packages changed)…"
 else
     say "provisioning $tool (first use, cached afterwards)…"
 fi

@@ -35,7 +35,20 @@ async fn decode_review_aside(body: Bytes, deadline: Instant) -> Result<WebhookRe
             Err(_) => return Err(CallError::BodyRead("context deadline exceeded".into())),
         }
     };
-    decoded.map_err(|e| CallError::Decode(format!("couldn't get version/kind; json parse error: {e}")))
+    decoded.map_err(|e| CallError::Decode(api_server_text(e)))
+}
+
+/// A decoding error as the API server words it: JSON it cannot read is an error of finding the
+/// version and kind; a patch that is not base64, in JSON it read, is base64's own error, as
+/// Go's decoder returns it (without the position serde adds).
+fn api_server_text(error: String) -> String {
+    if error.starts_with("illegal base64 data at input byte ") {
+        return match error.rfind(" at line ") {
+            Some(at) => error[..at].to_owned(),
+            None => error,
+        };
+    }
+    format!("couldn't get version/kind; json parse error: {error}")
 }
 
 /// The body as Go's decoder reads it: a syntax error in Go's words (for a JSON body, which is
@@ -216,6 +229,12 @@ mod tests {
                 "converting (v1beta1.AdmissionReview) to (v1.AdmissionReview): unknown conversion",
             ),
             (beta, r#"{"kind":"AdmissionReview"}"#.into(), "webhook response was absent"),
+            (
+                v1,
+                format!(r#"{{{head},"response":{{"uid":"u","allowed":true,"patch":"!!","patchType":"JSONPatch"}}}}"#),
+                "failed to call webhook: illegal base64 data at input byte 0",
+            ),
+            (v1, format!("{{{head},"), "couldn't get version/kind; json parse error: "),
         ];
         for (sent, body, expected) in cases {
             let error = check_reply(reply(&body), &sent, later()).await.unwrap_err().to_string();

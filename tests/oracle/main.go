@@ -486,7 +486,8 @@ func defaultTimeout(t **int32) {
 
 // refusal: the first expression of the configuration that the API server would refuse at
 // creation: compiled in the stored-expression environment's stricter sibling
-// (environment.NewExpressions), as kubernetes' validation.go compiles a new policy's.
+// (environment.NewExpressions), as kubernetes' validation.go compiles a new policy's. A
+// matchCondition is compiled trimmed, as validation.go's validateMatchCondition compiles it.
 func refusal(c *config) string {
 	// The two structural rules of validation.go a case can break (the rest it is written to
 	// meet): the reasons a validation may give and the validationActions a binding may list.
@@ -536,7 +537,7 @@ func refusal(c *config) string {
 			}
 		}
 		for i, m := range p.Spec.MatchConditions {
-			r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: m.Expression}, vars, environment.NewExpressions)
+			r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
 			if why := check(fmt.Sprintf("spec.matchConditions[%d].expression", i), r); why != "" {
 				return why
 			}
@@ -565,7 +566,7 @@ func refusal(c *config) string {
 	for _, w := range c.validating {
 		for i, h := range w.Webhooks {
 			for j, m := range h.MatchConditions {
-				r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: m.Expression}, vars, environment.NewExpressions)
+				r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
 				if r.Error != nil {
 					return fmt.Sprintf("ValidatingWebhookConfiguration %q: webhooks[%d].matchConditions[%d].expression: %s", w.Name, i, j, r.Error.Detail)
 				}
@@ -575,7 +576,7 @@ func refusal(c *config) string {
 	for _, w := range c.mutating {
 		for i, h := range w.Webhooks {
 			for j, m := range h.MatchConditions {
-				r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: m.Expression}, vars, environment.NewExpressions)
+				r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
 				if r.Error != nil {
 					return fmt.Sprintf("MutatingWebhookConfiguration %q: webhooks[%d].matchConditions[%d].expression: %s", w.Name, i, j, r.Error.Detail)
 				}

@@ -19,9 +19,10 @@
 #     2 cores; GOCACHE in $CACHE/oracle-gocache, 1.2 GB; seconds afterwards), the upstream
 #     version stamped in with -ldflags -X; the mutating webhook plugin with its JSON Patch
 #     library put back to upstream's v4 (below).
-# The binary: $CACHE/oracle-<apiserver version>/oracle, rebuilt when main.go's (or this
-# script's) hash changes;
-# $CACHE/oracle-current names it.
+# The binary: $CACHE/oracle-<apiserver version>/<hash>/oracle, one per hash of main.go, this
+# script and the packages, so that checkouts of different sources each keep theirs (never one
+# rebuilt in place under a running test); the three newest are kept. $CACHE/oracle-current names
+# the one last provisioned.
 #
 # Called with the oracle lock held (tests/provision/provision.sh). Prints on standard error.
 set -euo pipefail
@@ -167,9 +168,9 @@ GOROOT_DIR="$(ls -d "$SYSROOT"/usr/lib/go-1.* 2>/dev/null | sort -V | tail -1)"
 [ -x "$GOROOT_DIR/bin/go" ] || die "no Go toolchain in $SYSROOT/usr/lib/go-1.*"
 
 # --- 3. the build ------------------------------------------------------------------------------
-OUT="$CACHE/oracle-$UPSTREAM"
 hash="$(cat "$here/main.go" "$here/provision.sh" "$SYSROOT/.packages" | sha256sum | cut -c1-16)"
-if [ -x "$OUT/oracle" ] && [ "$(cat "$OUT/source.sha256" 2>/dev/null)" = "$hash" ]; then
+OUT="$CACHE/oracle-$UPSTREAM/$hash"
+if [ -x "$OUT/oracle" ]; then
     echo "$OUT/oracle" >"$CACHE/oracle-current"
     say "oracle for k8s.io/apiserver v$UPSTREAM is built ($OUT/oracle)"
     exit 0
@@ -215,6 +216,8 @@ say "go build -p 1 against k8s.io/apiserver v$UPSTREAM ($(basename "$GOROOT_DIR"
         -ldflags "-X main.apiserverVersion=v$UPSTREAM -X main.debianVersion=$APISERVER_VERSION" .
 )
 mv "$OUT/oracle.new" "$OUT/oracle"
-echo "$hash" >"$OUT/source.sha256"
 echo "$OUT/oracle" >"$CACHE/oracle-current"
+rm -rf "$work"
+# Older builds (and what the one-binary layout left): all but the three newest.
+ls -dt "$CACHE/oracle-$UPSTREAM"/*/ | tail -n +4 | xargs -r rm -rf
 say "built $OUT/oracle in $(($(date +%s) - started)) s"

@@ -81,13 +81,15 @@ present() {
     prometheus) command -v prometheus >/dev/null || [ -x /usr/bin/prometheus ] ;;
     kopf) [ -f "$KOPF_VENV/.provisioned" ] && "$KOPF_VENV/bin/python" -c 'import kopf' 2>/dev/null ;;
     oracle)
-        # Built from this tree's main.go and tests/oracle/provision.sh (which writes the hash it
-        # built).
-        local bin
-        bin="$(cat "$CACHE/oracle-current" 2>/dev/null)" && [ -x "$bin" ] \
-            && [ -f "$CACHE/oracle-sysroot/.packages" ] \
-            && [ "$(cat "$here/../oracle/main.go" "$here/../oracle/provision.sh" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)" \
-                = "$(cat "$(dirname "$bin")/source.sha256" 2>/dev/null)" ]
+        # A build of this tree's main.go, tests/oracle/provision.sh and packages (one directory
+        # per hash of them); found, it becomes oracle-current.
+        local hash bin
+        [ -f "$CACHE/oracle-sysroot/.packages" ] || return 1
+        hash="$(cat "$here/../oracle/main.go" "$here/../oracle/provision.sh" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)"
+        for bin in "$CACHE"/oracle-*/"$hash"/oracle; do
+            [ -x "$bin" ] && echo "$bin" >"$CACHE/oracle-current" && return 0
+        done
+        return 1
         ;;
     esac
 }

@@ -30,7 +30,22 @@ pub use value::{Key, Map, Object, Type, Value};
 pub use cel_parser::ast;
 
 /// Parses `source` (optional syntax on, as the API server's environment): the tree with the
-/// source offset of each node, or the parser's error text.
+/// source offset of each node, or the parser's errors reported as cel-go reports them (the
+/// checker's report, `check::display_errors`).
 pub fn parse(source: &str) -> std::result::Result<ast::Ast, String> {
-    cel_parser::Parser::new().enable_optional_syntax(true).parse(source).map_err(|errors| errors.to_string())
+    cel_parser::Parser::new().enable_optional_syntax(true).parse(source).map_err(|errors| {
+        let errors: Vec<check::CheckError> = errors
+            .errors
+            .into_iter()
+            .map(|e| check::CheckError {
+                id: e.expr_id,
+                location: (e.pos.0 > 0).then(|| ast::Location {
+                    line: e.pos.0.unsigned_abs(),
+                    column: e.pos.1.unsigned_abs().saturating_sub(1),
+                }),
+                message: e.msg,
+            })
+            .collect();
+        check::display_errors(&errors, source)
+    })
 }

@@ -34,6 +34,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use crate::support::binary::BINARY;
+use crate::support::differential::{self, Rng};
 use crate::support::provision;
 
 /// The corpus cases known to differ today, one `name: summary` a line.
@@ -1099,27 +1100,6 @@ fn corpus() -> Vec<Case> {
 // ---------------------------------------------------------------------------------------------
 // Generated cases
 
-/// xorshift64*: small, seeded, the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// The types of the grammar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ty {
@@ -1545,15 +1525,7 @@ fn shrink(start: Generated) -> (Generated, Outcome, Outcome) {
 // The tests
 
 fn known_differences() -> BTreeMap<String, String> {
-    KNOWN_DIFFERENCES
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| match line.split_once(':') {
-            Some((name, why)) => (name.trim().to_owned(), why.trim().to_owned()),
-            None => (line.to_owned(), String::new()),
-        })
-        .collect()
+    differential::known_differences(KNOWN_DIFFERENCES)
 }
 
 fn describe(case: &Case, upstream: &Outcome, gateway: &Outcome) -> String {

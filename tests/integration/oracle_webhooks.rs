@@ -56,6 +56,7 @@ use serde_json::{json, Value};
 
 use crate::support;
 use crate::support::binary::BINARY;
+use crate::support::differential::{self, Rng};
 use crate::support::provision;
 
 /// The cases known to differ today, one `name: summary` a line.
@@ -521,38 +522,6 @@ impl Case {
 
 // ---------------------------------------------------------------------------------------------
 // Generated cases
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())].clone()
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    /// One of `items`, each as likely as its weight.
-    fn weighted<T: Clone>(&mut self, items: &[(usize, T)]) -> T {
-        let total: usize = items.iter().map(|(w, _)| w).sum();
-        let mut at = self.below(total);
-        for (w, item) in items {
-            if at < *w {
-                return item.clone();
-            }
-            at -= w;
-        }
-        unreachable!()
-    }
-}
 
 fn generated(index: usize, rng: &mut Rng) -> Case {
     let request = Req {
@@ -1386,15 +1355,7 @@ fn pinned_oracle() -> Pinned {
 }
 
 fn known_differences() -> BTreeMap<String, String> {
-    KNOWN_DIFFERENCES
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| match line.split_once(':') {
-            Some((name, why)) => (name.trim().to_owned(), why.trim().to_owned()),
-            None => (line.to_owned(), String::new()),
-        })
-        .collect()
+    differential::known_differences(KNOWN_DIFFERENCES)
 }
 
 /// What the cases exercised, by upstream's outcomes: decisions by code, and how many carry a

@@ -3,6 +3,7 @@
 
 pub mod binary;
 pub mod control_plane;
+pub mod differential;
 pub mod gateway;
 pub mod mock_webhook;
 pub mod otlp;

@@ -186,7 +186,7 @@ async fn check_refuses_conditions_that_do_not_compile_naming_each() {
     let object = "ValidatingWebhookConfiguration \"cel\"";
     for expected in [
         format!("error: {file}: {object}: webhook \"broken.example.com\": webhooks[0].matchConditions[0].expression: Invalid value: \"object.metadata.name ==\": compilation failed: ERROR: <input>:1:"),
-        format!("error: {file}: {object}: webhook \"broken.example.com\": webhooks[0].matchConditions[1].expression: Invalid value: \"foo == 1\": compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '') (matchCondition \"unknown\")"),
+        format!("error: {file}: {object}: webhook \"broken.example.com\": webhooks[0].matchConditions[1].expression: Invalid value: \"foo == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo == 1\n | ^ (matchCondition \"unknown\")"),
         format!("error: {file}: {object}: webhook \"broken.example.com\": webhooks[0].matchConditions[2].expression: Invalid value: \"1 + 1\": must evaluate to bool but got int (matchCondition \"number\")"),
         format!("error: {file}: {object}: webhook \"many.example.com\": webhooks[1].matchConditions: Too many: 65: must have at most 64 items"),
     ] {

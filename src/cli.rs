@@ -264,6 +264,10 @@ pub(crate) struct ReplayArgs {
     /// whether it patched) instead of the whole answer: to replace one webhook in a fleet.
     #[arg(long, value_name = "NAME")]
     pub(crate) only_webhook: Option<String>,
+    /// Compare this ValidatingAdmissionPolicy's own outcome in each review (allowed, denied,
+    /// error; its code) instead of the whole answer.
+    #[arg(long, value_name = "NAME", conflicts_with = "only_webhook")]
+    pub(crate) only_policy: Option<String>,
     /// Replay each review this many times against --baseline first; a review whose answers
     /// vary there is set aside (`skipped`), not counted as a disagreement. Default 3.
     #[arg(long, value_name = "K", requires = "baseline", value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -278,6 +282,29 @@ pub(crate) struct ReplayArgs {
     /// Which reviews --export writes.
     #[arg(long, value_enum, default_value_t, requires = "export")]
     pub(crate) export_only: ExportOnly,
+    /// Which namespaces the fleets' namespaceSelectors and policies see: `recorded`, as each
+    /// review saw them when it was recorded (the candidate's Namespace objects for a namespace
+    /// a record does not hold), or `config`, the candidate configuration's Namespace objects
+    /// only.
+    #[arg(long, value_enum, default_value_t)]
+    pub(crate) world: WorldArg,
+    /// Evaluate against the live cluster instead (namespace labels, policy parameters,
+    /// authorizer checks), through KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long, conflicts_with = "world")]
+    pub(crate) kube: bool,
+    /// `--kube` with this kubeconfig file.
+    #[arg(long, value_name = "FILE", conflicts_with = "world")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+}
+
+/// Where `replay` finds the namespaces a review's world holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WorldArg {
+    /// As recorded; the candidate's Namespace objects for a namespace a record does not hold.
+    #[default]
+    Recorded,
+    /// The candidate configuration's Namespace objects only.
+    Config,
 }
 
 /// `serve`'s own runtime's workers (src/server/threads.rs serves the reviews).

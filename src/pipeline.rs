@@ -64,6 +64,8 @@ pub(crate) struct Request<'r> {
     pub(crate) shadows: &'r Shadows,
     /// The review's span, parent of its calls' spans.
     pub(crate) trace: Parent,
+    /// The request's namespace as a recording saw it (replay): taken instead of a lookup.
+    pub(crate) recorded_namespace: Option<matching::NamespaceLabels>,
 }
 
 impl<'r> Request<'r> {
@@ -84,6 +86,7 @@ impl<'r> Request<'r> {
             explanation: Explanation::disabled(),
             shadows,
             trace: Parent::default(),
+            recorded_namespace: None,
         }
     }
 }

@@ -68,6 +68,45 @@ pub(crate) struct Entry {
     pub(crate) request: Bytes,
     pub(crate) answer: Answer,
     pub(crate) webhooks: Vec<Webhook>,
+    /// What the decision depended on beyond the request and the fleet's manifests.
+    pub(crate) world: World,
+}
+
+/// The world a decision saw (written as the line's `world`; the recording's redaction settings
+/// are added by the writer, which knows the plan): what a replay needs to reproduce it
+/// without the cluster or the configuration it was made with.
+#[derive(Debug, Default)]
+pub(crate) struct World {
+    /// The request's namespace as the webhooks and policies saw it: only when one of them
+    /// needed it.
+    pub(crate) namespace: Option<Namespace>,
+    /// The caller's `?timeout=`, which the deadline budget is made from.
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// The request's namespace as it was looked up: its labels, or why there were none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Namespace {
+    pub(crate) name: String,
+    /// Found, with these labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) labels: Option<crate::config::selector::Labels>,
+    /// Not found: `cluster` (the API server said so) or `configuration` (no Namespace object
+    /// configured, outside cluster mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) not_found: Option<NotFound>,
+    /// The API server could not be asked: the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) unavailable: Option<String>,
+}
+
+/// Who said a namespace does not exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum NotFound {
+    Cluster,
+    Configuration,
 }
 
 /// The answer the gateway gave.
@@ -89,11 +128,16 @@ pub(crate) struct Answer {
     pub(crate) patch_text: Option<Vec<u8>>,
 }
 
-/// What one matched webhook did.
+/// What one matched webhook, or one policy that acted on the request, did.
 #[derive(Debug, Serialize)]
 pub(crate) struct Webhook {
+    /// The webhook's configuration; none for a policy.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub(crate) configuration: String,
     pub(crate) name: String,
+    /// `policy` for a policy; none for a webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<&'static str>,
     /// `mutating` or `validating`.
     pub(crate) phase: &'static str,
     pub(crate) round: u8,
@@ -371,6 +415,7 @@ mod tests {
                 patch_text: None,
             },
             webhooks: Vec::new(),
+            world: World::default(),
         }
     }
 

@@ -34,12 +34,14 @@ use serde_json::Value;
 
 pub(crate) use compare::{review_holds_redacted, Change, Kind};
 use compare::{Said, Turn};
-use record::Record;
+use record::{Record, RecordedWorld};
 
+use crate::cluster::Cluster;
 use crate::config::Snapshot;
 use crate::endpoint::Endpoint;
 use crate::pipeline::budget::Budget;
-use crate::pipeline::outcome::{CallOutcome, Outcome};
+use crate::pipeline::matching::NamespaceLabels;
+use crate::pipeline::outcome::{CallOutcome, CallerKind, Outcome};
 use crate::pipeline::shadow::Shadows;
 use crate::review::decode::{self, IncomingReview};
 use crate::upstream::Clients;
@@ -61,14 +63,44 @@ pub(crate) struct Options {
     pub(crate) rate: u32,
     /// Reviews in flight at most.
     pub(crate) concurrency: usize,
-    /// Compare this webhook's own outcomes instead of the whole answer.
-    pub(crate) only_webhook: Option<String>,
+    /// Compare this webhook's or policy's own outcomes instead of the whole answer.
+    pub(crate) only: Option<Only>,
     /// With `baseline`: how many times each review is first replayed against it.
     pub(crate) repeat: u32,
     /// The fleet that was recorded.
     pub(crate) baseline: Option<Vec<PathBuf>>,
     /// Where to write reviews as AdmissionReview files, and which.
     pub(crate) export: Option<(PathBuf, Export)>,
+    /// Which world the fleets' namespace lookups (and, with a cluster, parameters and
+    /// authorizer checks) answer from.
+    pub(crate) world: World,
+}
+
+/// One webhook or policy whose own outcomes are compared (`--only-webhook`, `--only-policy`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Only {
+    pub(crate) kind: CallerKind,
+    pub(crate) name: String,
+}
+
+impl Only {
+    fn is(&self, kind: CallerKind, name: &str) -> bool {
+        self.kind == kind && self.name == name
+    }
+}
+
+/// Where a replayed review's world comes from.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum World {
+    /// As each record saw it: its namespace's labels (or the lookup's failure) as recorded.
+    /// A namespace a record does not hold (nothing needed it when it was recorded) is looked
+    /// up in the candidate configuration's Namespace objects.
+    #[default]
+    Recorded,
+    /// The candidate configuration's Namespace objects only, whatever the records saw.
+    Configuration,
+    /// The live cluster (`--kube`): namespaces, policy parameters, authorizer checks.
+    Cluster(crate::cluster::ClusterOptions),
 }
 
 /// Which reviews `--export` writes.
@@ -154,11 +186,15 @@ struct Fleets {
     candidate: Snapshot,
     baseline: Option<Snapshot>,
     repeat: u32,
-    only_webhook: Option<String>,
+    only: Option<Only>,
     pace: Pace,
     exporting: bool,
     /// The recordings' keys, to hash what a candidate's patch writes into a Secret.
     keys: redact::Keys,
+    /// Take each record's namespace as it saw it.
+    recorded_world: bool,
+    /// The live cluster, with `--kube`.
+    cluster: Option<Arc<Cluster>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -179,9 +215,19 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
         .await
         .context("the candidate configuration (--config)")?;
     // A name that is not there would pass every review, and the gate with them.
-    if let Some(name) = &options.only_webhook {
-        let known = candidate.mutating.iter().chain(&candidate.validating).any(|hook| hook.name == *name);
-        anyhow::ensure!(known, "--only-webhook {name:?}: the candidate fleet has no webhook of that name");
+    match &options.only {
+        Some(Only { kind: CallerKind::Webhook, name }) => {
+            let known = candidate.mutating.iter().chain(&candidate.validating).any(|hook| hook.name == *name);
+            anyhow::ensure!(
+                known,
+                "--only-webhook {name:?}: the candidate fleet has no webhook of that name"
+            );
+        }
+        Some(Only { kind: CallerKind::Policy, name }) => {
+            let known = candidate.policies.iter().any(|policy| policy.name == *name);
+            anyhow::ensure!(known, "--only-policy {name:?}: the candidate fleet has no policy of that name");
+        }
+        None => {}
     }
     let baseline = match &options.baseline {
         Some(paths) => Some(
@@ -194,14 +240,25 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     if let Some((dir, _)) = &options.export {
         export::prepare(dir)?;
     }
+    let (cluster, watches) = match &options.world {
+        World::Cluster(cluster) => {
+            let (cluster, watches) = Cluster::start(cluster).await.context("the live cluster (--kube)")?;
+            (Some(cluster), watches)
+        }
+        World::Recorded | World::Configuration => (None, Vec::new()),
+    };
+    // The watches end with the replay.
+    let _watches = Aborted(watches);
     let fleets = Fleets {
         candidate,
         baseline,
         repeat: options.repeat,
-        only_webhook: options.only_webhook.clone(),
+        only: options.only.clone(),
         pace: Pace::new(options.rate),
         exporting: options.export.is_some(),
         keys: redact::Keys::of(&files),
+        recorded_world: matches!(options.world, World::Recorded),
+        cluster,
     };
     let concurrency = options.concurrency.max(1);
 
@@ -296,29 +353,33 @@ async fn replay(
     let body = record.request.get().as_bytes();
     let review = decode::review(body).context("the recorded request is not a usable AdmissionReview")?;
     let request: Value = serde_json::from_slice(body).context("the recorded request is not JSON")?;
+    let world = Seen::of(&record.world, &review, fleets)?;
     let id = request_id(&review, endpoint);
     let export = fleets.exporting.then(|| request.clone());
     // What a fleet's patch writes into a Secret, hashed as the recording hashed it.
     let secret = redact::is_secret(&request);
+    let pointers = &record.world.redaction.redact_pointers;
     let answered = |outcome: &Outcome| {
-        let mut compared = Compared::candidate(outcome, fleets.only_webhook.as_deref());
-        if let (true, Compared::Answer(Said { patch: Some(patch), .. })) = (secret, &mut compared) {
-            redact::patch(patch, key);
+        let mut compared = Compared::candidate(outcome, fleets.only.as_ref());
+        if let Compared::Answer(Said { patch: Some(patch), .. }) = &mut compared {
+            if secret || !pointers.is_empty() {
+                redact::patch(patch, key, pointers, secret);
+            }
         }
         compared
     };
 
-    let recorded = Compared::recorded(&record, fleets.only_webhook.as_deref());
+    let recorded = Compared::recorded(&record, fleets.only.as_ref());
     if let Some(baseline) = &fleets.baseline {
         for _ in 0..fleets.repeat {
-            let outcome = dispatch(baseline, &review, endpoint, &fleets.pace).await;
+            let outcome = dispatch(baseline, &review, endpoint, &world, fleets).await;
             let again = answered(&outcome);
             if recorded.disagrees(&again, &request).is_some() {
                 return Ok((Replayed::Skipped(id), export));
             }
         }
     }
-    let outcome = dispatch(&fleets.candidate, &review, endpoint, &fleets.pace).await;
+    let outcome = dispatch(&fleets.candidate, &review, endpoint, &world, fleets).await;
     let candidate = answered(&outcome);
     let Some((kind, diff)) = recorded.disagrees(&candidate, &request) else {
         return Ok((Replayed::Agree, export));
@@ -330,29 +391,36 @@ async fn replay(
         candidate: candidate.shown(),
         object_diff: diff.changes,
         object_diff_omitted: diff.omitted,
-        depends_on_redacted: diff.redacted || review_holds_redacted(&request),
+        // Without its `userInfo`, any decision may have depended on who asked.
+        depends_on_redacted: diff.redacted
+            || review_holds_redacted(&request)
+            || record.world.redaction.drop_user_info,
         record: at,
     };
     Ok((Replayed::Disagree(Box::new(difference)), export))
 }
 
-/// What is compared of an answer: all of it, or one webhook's turns.
+/// What is compared of an answer: all of it, or one webhook's or policy's turns.
 enum Compared {
     Answer(Said),
-    Webhook(String, Vec<Turn>),
+    Turns(Only, Vec<Turn>),
 }
 
 impl Compared {
-    fn recorded(record: &Record, only_webhook: Option<&str>) -> Self {
-        if let Some(name) = only_webhook {
-            let turns = record.webhooks.iter().filter(|w| w.name == name).map(|w| Turn {
+    fn recorded(record: &Record, only: Option<&Only>) -> Self {
+        let kind_of = |w: &record::RecordedWebhook| match w.kind.as_deref() {
+            Some("policy") => CallerKind::Policy,
+            _ => CallerKind::Webhook,
+        };
+        if let Some(only) = only {
+            let turns = record.webhooks.iter().filter(|w| only.is(kind_of(w), &w.name)).map(|w| Turn {
                 round: w.round,
                 outcome: w.outcome.clone(),
                 code: w.code,
                 mutated: w.mutated,
                 reason: w.reason.clone(),
             });
-            return Compared::Webhook(name.to_owned(), turns.collect());
+            return Compared::Turns(only.clone(), turns.collect());
         }
         let answer = &record.answer;
         let errors = record.webhooks.iter().filter(|w| w.outcome == "error");
@@ -361,16 +429,15 @@ impl Compared {
             code: answer.code,
             message: answer.message.as_deref().map(compare::cut),
             warnings: answer.warnings.iter().map(|w| compare::cut(w)).collect(),
-            call_errors: errors
-                .map(|w| format!("{}: {}", w.name, w.reason.as_deref().unwrap_or("error")))
-                .collect(),
+            call_errors: errors.map(|w| call_error(kind_of(w), &w.name, w.reason.as_deref())).collect(),
             patch: answer.patch.clone(),
         })
     }
 
-    fn candidate(outcome: &Outcome, only_webhook: Option<&str>) -> Self {
-        if let Some(name) = only_webhook {
-            let turns = outcome.calls.iter().filter(|call| call.hook.name == name).map(|call| {
+    fn candidate(outcome: &Outcome, only: Option<&Only>) -> Self {
+        if let Some(only) = only {
+            let turns = outcome.calls.iter().filter(|call| only.is(call.caller.kind(), call.caller.name()));
+            let turns = turns.map(|call| {
                 let (words, reason) = call.outcome.words();
                 Turn {
                     round: call.round,
@@ -380,12 +447,12 @@ impl Compared {
                     reason: reason.map(str::to_owned),
                 }
             });
-            return Compared::Webhook(name.to_owned(), turns.collect());
+            return Compared::Turns(only.clone(), turns.collect());
         }
         let answer = &outcome.answer;
         let status = answer.status.as_ref();
         let errors = outcome.calls.iter().filter_map(|call| match call.outcome.words() {
-            ("error", reason) => Some(format!("{}: {}", call.hook.name, reason.unwrap_or("error"))),
+            ("error", reason) => Some(call_error(call.caller.kind(), call.caller.name(), reason)),
             _ => None,
         });
         Compared::Answer(Said {
@@ -405,7 +472,7 @@ impl Compared {
                 let object = Some(&review["request"]["object"]).filter(|o| !o.is_null());
                 compare::answers(recorded, candidate, object)
             }
-            (Compared::Webhook(_, recorded), Compared::Webhook(_, candidate)) => {
+            (Compared::Turns(_, recorded), Compared::Turns(_, candidate)) => {
                 compare::turns(recorded, candidate).map(|kind| (kind, compare::ObjectDiff::default()))
             }
             _ => None,
@@ -416,8 +483,8 @@ impl Compared {
     fn shown(&self) -> Value {
         match self {
             Compared::Answer(said) => serde_json::to_value(said).unwrap_or_default(),
-            Compared::Webhook(name, turns) => serde_json::json!({
-                "webhook": name,
+            Compared::Turns(only, turns) => serde_json::json!({
+                only.kind.as_str(): only.name,
                 "matched": !turns.is_empty(),
                 "turns": turns,
             }),
@@ -425,13 +492,87 @@ impl Compared {
     }
 }
 
+/// What a replayed review sees of the world: its recorded namespace and the caller's timeout.
+struct Seen {
+    namespace: Option<NamespaceLabels>,
+    timeout: Option<Duration>,
+}
+
+impl Seen {
+    /// The world of `record` for `review`, as `fleets` choose to see it. A recorded namespace
+    /// is taken only for the request's own namespace.
+    fn of(world: &RecordedWorld, review: &IncomingReview, fleets: &Fleets) -> anyhow::Result<Self> {
+        let namespace = world
+            .namespace
+            .as_ref()
+            .filter(|recorded| fleets.recorded_world && recorded.name == review.request.namespace)
+            .map(looked_up);
+        let timeout = match &world.timeout {
+            None => None,
+            Some(text) => {
+                let nanos = crate::go::duration::parse(text)
+                    .ok()
+                    .and_then(|nanos| u64::try_from(nanos).ok())
+                    .with_context(|| format!("the recorded timeout {text:?} is not a Go duration"))?;
+                Some(Duration::from_nanos(nanos))
+            }
+        };
+        Ok(Seen { namespace, timeout })
+    }
+}
+
+/// A call error as compared: `NAME: reason` for a webhook, `policy NAME: reason` for a policy.
+fn call_error(kind: CallerKind, name: &str, reason: Option<&str>) -> String {
+    let reason = reason.unwrap_or("error");
+    match kind {
+        CallerKind::Webhook => format!("{name}: {reason}"),
+        CallerKind::Policy => format!("policy {name}: {reason}"),
+    }
+}
+
+/// A recorded namespace lookup, to be made again as it was.
+fn looked_up(recorded: &crate::recording::Namespace) -> NamespaceLabels {
+    use crate::recording::NotFound;
+    match (&recorded.labels, recorded.not_found, &recorded.unavailable) {
+        (Some(labels), ..) => NamespaceLabels::Found(Arc::new(labels.clone())),
+        (None, Some(NotFound::Cluster), _) => NamespaceLabels::Missing { live: true },
+        (None, Some(NotFound::Configuration), _) => NamespaceLabels::Missing { live: false },
+        (None, None, Some(error)) => NamespaceLabels::Unavailable(error.clone()),
+        // Neither labels nor a reason: a namespace without labels.
+        (None, None, None) => NamespaceLabels::Found(Arc::default()),
+    }
+}
+
+/// Stops the cluster's watches when the replay ends.
+struct Aborted(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Aborted {
+    fn drop(&mut self) {
+        self.0.iter().for_each(tokio::task::JoinHandle::abort);
+    }
+}
+
 /// One review through `snapshot`, as `review` runs it: the whole pipeline, real calls, its
-/// shadow calls awaited (so they never pile up), after waiting for its turn at the rate.
-async fn dispatch(snapshot: &Snapshot, review: &IncomingReview, endpoint: Endpoint, pace: &Pace) -> Outcome {
-    pace.wait().await;
+/// shadow calls awaited (so they never pile up), after waiting for its turn at the rate; with
+/// the world it saw, and its caller's deadline budget from the moment it is sent again.
+async fn dispatch(
+    snapshot: &Snapshot,
+    review: &IncomingReview,
+    endpoint: Endpoint,
+    world: &Seen,
+    fleets: &Fleets,
+) -> Outcome {
+    fleets.pace.wait().await;
     let shadows = Shadows::awaited();
-    let budget = Budget::unlimited(&snapshot.settings);
-    let request = crate::pipeline::Request::new(snapshot, review, endpoint, budget, &shadows);
+    let budget = match world.timeout {
+        Some(timeout) => Budget::new(tokio::time::Instant::now(), Some(timeout), &snapshot.settings),
+        None => Budget::unlimited(&snapshot.settings),
+    };
+    let request = crate::pipeline::Request {
+        cluster: fleets.cluster.as_deref(),
+        recorded_namespace: world.namespace.clone(),
+        ..crate::pipeline::Request::new(snapshot, review, endpoint, budget, &shadows)
+    };
     let (mut outcome, running) = crate::pipeline::review(request).await;
     running.finish(&mut outcome.explanation).await;
     outcome

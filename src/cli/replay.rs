@@ -7,13 +7,17 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use super::{exit, print_structured, Output, ReplayArgs};
+use super::{exit, print_structured, Output, ReplayArgs, WorldArg};
+use crate::pipeline::outcome::CallerKind;
 use crate::replay::{self, Difference, Export, Options, Summary};
 
 /// `--rate` unless given: reviews a second.
 const DEFAULT_RATE: u32 = 50;
 /// `--rate` at most.
 const MAX_RATE: u32 = 10_000;
+/// How long the namespace watch of `--kube` may be down before its cache is stale (as
+/// `serve --namespace-staleness`'s default).
+const NAMESPACE_STALENESS: std::time::Duration = std::time::Duration::from_secs(30);
 /// `--repeat` when `--baseline` is given without it.
 const DEFAULT_REPEAT: u32 = 3;
 
@@ -37,10 +41,24 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<bool> {
         candidate: args.config,
         rate,
         concurrency: usize::from(args.concurrency),
-        only_webhook: args.only_webhook,
+        only: match (args.only_webhook, args.only_policy) {
+            (Some(name), _) => Some(replay::Only { kind: CallerKind::Webhook, name }),
+            (None, Some(name)) => Some(replay::Only { kind: CallerKind::Policy, name }),
+            (None, None) => None,
+        },
         repeat: args.repeat.unwrap_or(DEFAULT_REPEAT),
         baseline: (!args.baseline.is_empty()).then_some(args.baseline),
         export: args.export.map(|dir| (dir, args.export_only.into())),
+        world: match (args.kube || args.kubeconfig.is_some(), args.world) {
+            (true, _) => replay::World::Cluster(crate::cluster::ClusterOptions {
+                kubeconfig: args.kubeconfig,
+                fleet_selector: None,
+                fleet_namespace: None,
+                max_staleness: NAMESPACE_STALENESS,
+            }),
+            (false, WorldArg::Recorded) => replay::World::Recorded,
+            (false, WorldArg::Config) => replay::World::Configuration,
+        },
     };
     let summary = replay::run(&options).await?;
     match args.output {
@@ -179,9 +197,9 @@ fn object_name(namespace: &str, name: &str) -> String {
     }
 }
 
-/// One side of a difference in a line: `denied 403 "message"`, or a webhook's turns.
+/// One side of a difference in a line: `denied 403 "message"`, or a webhook's or policy's turns.
 fn said(side: &Value) -> String {
-    if let Some(webhook) = side.get("webhook") {
+    if let Some(webhook) = side.get("webhook").or_else(|| side.get("policy")) {
         let turns = side["turns"].as_array().map(Vec::as_slice).unwrap_or_default();
         if turns.is_empty() {
             return format!("{} not matched", webhook.as_str().unwrap_or_default());

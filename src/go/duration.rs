@@ -11,6 +11,24 @@ use std::fmt::Write as _;
 #[cfg(test)]
 mod tests;
 
+/// `duration` in the largest of Go's units that writes it whole (`10s`, `1500ms`, `7ns`): text
+/// [`parse`] reads back to the same value.
+pub(crate) fn format(duration: std::time::Duration) -> String {
+    let nanos = duration.as_nanos();
+    for (unit, per) in [
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+    ] {
+        if nanos >= per && nanos.is_multiple_of(per) {
+            return format!("{}{unit}", nanos / per);
+        }
+    }
+    format!("{nanos}ns")
+}
+
 /// `time.ParseDuration`: signed nanoseconds, or Go's error text.
 pub(crate) fn parse(text: &str) -> Result<i64, String> {
     let invalid = || format!("time: invalid duration {}", quote(text));

@@ -38,6 +38,8 @@ pub(crate) struct Review<'r> {
     pub(crate) cluster: Option<&'r Cluster>,
     /// The request's namespace labels, looked up once, when a candidate needs them.
     pub(crate) namespace: NamespaceLabels,
+    /// The lookup's answer known in advance: a replay's recorded world.
+    pub(crate) recorded_namespace: Option<NamespaceLabels>,
     pub(crate) failed_open: u32,
     pub(crate) budget_exhausted: u32,
     pub(crate) calls: Vec<CallRecord>,
@@ -54,7 +56,17 @@ pub(crate) struct Review<'r> {
 impl<'r> Review<'r> {
     /// The review `request` asks for, before any webhook is judged.
     pub(crate) fn new(request: Request<'r>) -> Self {
-        let Request { snapshot, cluster, review, budget, explanation, shadows, trace, .. } = request;
+        let Request {
+            snapshot,
+            cluster,
+            review,
+            budget,
+            explanation,
+            shadows,
+            trace,
+            recorded_namespace,
+            ..
+        } = request;
         Review {
             snapshot,
             request: review,
@@ -66,6 +78,7 @@ impl<'r> Review<'r> {
             conditions: conditions::State::default(),
             cluster,
             namespace: NamespaceLabels::NotNeeded,
+            recorded_namespace,
             failed_open: 0,
             budget_exhausted: 0,
             calls: Vec::new(),
@@ -102,6 +115,7 @@ impl<'r> Review<'r> {
             failed_open: self.failed_open,
             budget_exhausted: self.budget_exhausted,
             calls: self.calls,
+            namespace: self.namespace,
         };
         (outcome, shadows)
     }
@@ -135,11 +149,16 @@ impl<'r> Review<'r> {
     }
 
     /// Looks up the request's namespace once per review, whoever needs it: a webhook's
-    /// namespaceSelector, or the policies (their selectors and `namespaceObject`).
+    /// namespaceSelector, or the policies (their selectors and `namespaceObject`). A replay
+    /// gives the recorded answer, which is taken as it is.
     pub(crate) async fn fetch_namespace(&mut self) {
         if !matches!(self.namespace, NamespaceLabels::NotNeeded)
             || !matching::reads_namespace_labels(self.request)
         {
+            return;
+        }
+        if let Some(recorded) = self.recorded_namespace.take() {
+            self.namespace = recorded;
             return;
         }
         let name = &self.request.request.namespace;

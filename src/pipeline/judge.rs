@@ -2,7 +2,8 @@
 //! the enforced dispatchers and for shadow calls; [`Review::judge`] turns an enforced call's
 //! verdict into the review's decision — its failurePolicy (§9.1), a denial (§9.2) or a
 //! warn-mode warning, its patch (`patching.rs`), its annotations and warnings — and records
-//! the call for the observer (`observe.rs`) and the explanation.
+//! the call for the observer (`observe.rs`) and the explanation. A policy's evaluation is
+//! judged here too ([`Review::judge_policy`]): the same call record, observer and explanation.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,7 +12,8 @@ use std::time::Duration;
 use super::call::{Attempt, Called};
 use super::context::Review;
 use super::modes::CallMode;
-use super::outcome::{CallOutcome, CallRecord};
+use super::outcome::{CallOutcome, CallRecord, Caller};
+use super::policy::PolicyResult;
 use super::verdict::{self, Judgement};
 use super::{observe, patching};
 use crate::config::compile::Hook;
@@ -274,7 +276,7 @@ impl Review<'_> {
             other => other,
         };
         let record = CallRecord {
-            hook: hook.clone(),
+            caller: Caller::Webhook(hook.clone()),
             phase,
             round,
             outcome: kind,
@@ -305,6 +307,42 @@ impl Review<'_> {
             },
         });
         judgement
+    }
+
+    /// The one place a policy's evaluation becomes a call record, as a webhook's attempt does
+    /// in [`Review::judge`]: observed (the API server's policy families, its span), explained,
+    /// and recorded for the log line, the recording and replay, unless shadowed (a shadow
+    /// call is no call record: it is compared once the review is decided) or it did not act
+    /// on the request (no binding matched, nothing failed). What the enforced policies'
+    /// decisions make of the review — the first denial, warnings, audit annotations — is
+    /// their aggregate's (`policies.rs`).
+    pub(crate) fn judge_policy(&mut self, result: &PolicyResult, mode: CallMode) {
+        observe::policy_evaluated(result, mode, self.request.operation().as_str(), &self.trace);
+        self.explanation.record(|| Step::Policy {
+            policy: result.policy.name.clone(),
+            mode: mode.as_str(),
+            steps: result.steps.clone(),
+        });
+        let acted = result.matched || result.failed_open || !result.denials.is_empty();
+        if matches!(mode, CallMode::Shadow(_)) || !acted {
+            return;
+        }
+        let outcome = match (result.denials.first(), result.failed_open) {
+            (Some(denial), _) => {
+                CallOutcome::Denied { code: denial.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0) }
+            }
+            (None, true) => CallOutcome::Error { reason: "policy_error", code: 0, failed_open: true },
+            (None, false) => CallOutcome::Allowed { mutated: false },
+        };
+        self.calls.push(CallRecord {
+            caller: Caller::Policy(Arc::clone(&result.policy)),
+            phase: Phase::Validating,
+            round: 0,
+            outcome,
+            latency: result.elapsed,
+            sent: true,
+            mode,
+        });
     }
 
     /// What a webhook's answer leaves behind whatever its verdict: its audit annotations and

@@ -14,8 +14,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::judge::Failure;
+use super::matching::NamespaceLabels;
 use super::modes::{CallMode, ShadowMode};
-use super::outcome::{CallOutcome, CallRecord, CallRecords, Outcome};
+use super::outcome::{CallOutcome, CallRecord, CallRecords, Caller, Outcome};
 use super::shadow::{ShadowReport, ShadowResult};
 use crate::config::compile::Hook;
 use crate::endpoint::Endpoint;
@@ -71,14 +72,21 @@ pub(crate) fn answered(outcome: &Outcome, review: &IncomingReview, endpoint: End
 }
 
 /// The review as the recording keeps it (`recording.rs`): `request` is its body as received.
-pub(crate) fn recorded(outcome: &Outcome, endpoint: Endpoint, request: bytes::Bytes) -> recording::Entry {
+pub(crate) fn recorded(
+    outcome: &Outcome,
+    review: &IncomingReview,
+    endpoint: Endpoint,
+    request: bytes::Bytes,
+    timeout: Option<Duration>,
+) -> recording::Entry {
     let answer = &outcome.answer;
     let status = answer.status.as_ref();
     let webhooks = outcome.calls.iter().map(|call| {
         let (words, reason) = call.outcome.words();
         recording::Webhook {
-            configuration: call.hook.configuration.clone(),
-            name: call.hook.name.clone(),
+            configuration: call.caller.configuration().to_owned(),
+            name: call.caller.name().to_owned(),
+            kind: matches!(call.caller, Caller::Policy(_)).then_some("policy"),
             phase: call.phase.as_str(),
             round: call.round,
             outcome: words,
@@ -103,14 +111,38 @@ pub(crate) fn recorded(outcome: &Outcome, endpoint: Endpoint, request: bytes::By
             patch_text: answer.patch.clone(),
         },
         webhooks: webhooks.collect(),
+        world: recording::World {
+            namespace: recorded_namespace(&review.request.namespace, &outcome.namespace),
+            timeout,
+        },
     }
+}
+
+/// The namespace named `name` as the review looked it up, as the recording keeps it; `None`
+/// when nothing needed it.
+fn recorded_namespace(name: &str, looked_up: &NamespaceLabels) -> Option<recording::Namespace> {
+    let mut namespace =
+        recording::Namespace { name: name.to_owned(), labels: None, not_found: None, unavailable: None };
+    match looked_up {
+        NamespaceLabels::NotNeeded => return None,
+        NamespaceLabels::Found(labels) => namespace.labels = Some(labels.as_ref().clone()),
+        NamespaceLabels::Missing { live: true } => namespace.not_found = Some(recording::NotFound::Cluster),
+        NamespaceLabels::Missing { live: false } => {
+            namespace.not_found = Some(recording::NotFound::Configuration)
+        }
+        NamespaceLabels::Unavailable(error) => namespace.unavailable = Some(error.clone()),
+    }
+    Some(namespace)
 }
 
 /// Records every webhook of one answered review; returns the gateway's own share of `elapsed`.
 fn calls(outcome: &Outcome, operation: &'static str, elapsed: Duration) -> Duration {
     let (mut sequential, mut concurrent) = (Duration::ZERO, Duration::ZERO);
     for call in &outcome.calls {
-        let name = &call.hook.name;
+        // A policy's families are observed when it is judged (`observe/policies.rs`); its
+        // evaluation is the gateway's own time.
+        let Caller::Webhook(hook) = &call.caller else { continue };
+        let name = &hook.name;
         let kind = webhook_type(call.phase);
         let rejected = call.rejected();
         // The API server observes every call attempt, those refused before sending included
@@ -151,7 +183,7 @@ fn calls(outcome: &Outcome, operation: &'static str, elapsed: Duration) -> Durat
             (CallOutcome::Denied { .. }, CallMode::Warn) => metrics::counter!(
                 names::WARN_DENIALS,
                 "webhook" => name.clone(),
-                "configuration" => call.hook.configuration.clone(),
+                "configuration" => hook.configuration.clone(),
             )
             .increment(1),
             _ => {}
@@ -423,6 +455,7 @@ mod tests {
             final_object: None,
             failed_open,
             budget_exhausted,
+            namespace: crate::pipeline::matching::NamespaceLabels::NotNeeded,
             calls: Vec::new(),
         }
     }

@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::matching::NamespaceLabels;
 use super::modes::CallMode;
 use crate::config::compile::Hook;
+use crate::config::policy::Policy;
 use crate::explain::{Explanation, Phase};
 use crate::review::encode::Answer;
 
@@ -28,23 +30,85 @@ pub(crate) struct Outcome {
     pub(crate) budget_exhausted: u32,
     /// What became of every webhook the review matched, in the order they were judged.
     pub(crate) calls: Vec<CallRecord>,
+    /// The request's namespace as it was looked up for the review (`NotNeeded`: nothing read
+    /// it): part of the world a recording keeps.
+    pub(crate) namespace: NamespaceLabels,
 }
 
-/// What became of one matched webhook in one review: what metrics, logs and traces report
-/// (never anything of the object or the answer's text).
+/// What became of one matched webhook, or one policy that acted on the request, in one review:
+/// what metrics, logs, traces and the recording report (never anything of the object or the
+/// answer's text).
 #[derive(Clone, Debug)]
 pub(crate) struct CallRecord {
-    pub(crate) hook: Arc<Hook>,
+    pub(crate) caller: Caller,
     pub(crate) phase: Phase,
     pub(crate) round: u8,
     pub(crate) outcome: CallOutcome,
-    /// How long the call took; zero when nothing was sent.
+    /// How long the call took (a policy: its evaluation); zero when nothing was sent.
     pub(crate) latency: std::time::Duration,
-    /// Whether a request was sent.
+    /// Whether a request was sent (a policy: evaluated).
     pub(crate) sent: bool,
     /// How it was run: enforce, warn, or canary (enforced this time). Shadow calls are not
     /// call records: they end after the answer (`shadow.rs` reports them).
     pub(crate) mode: CallMode,
+}
+
+/// Who a call record is of.
+#[derive(Clone, Debug)]
+pub(crate) enum Caller {
+    Webhook(Arc<Hook>),
+    /// A ValidatingAdmissionPolicy, all its bindings and parameters as one turn.
+    Policy(Arc<Policy>),
+}
+
+impl Caller {
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Caller::Webhook(hook) => &hook.name,
+            Caller::Policy(policy) => &policy.name,
+        }
+    }
+
+    /// The webhook configuration the webhook is in; empty for a policy.
+    pub(crate) fn configuration(&self) -> &str {
+        match self {
+            Caller::Webhook(hook) => &hook.configuration,
+            Caller::Policy(_) => "",
+        }
+    }
+
+    /// The webhook, if it is one.
+    pub(crate) fn hook(&self) -> Option<&Arc<Hook>> {
+        match self {
+            Caller::Webhook(hook) => Some(hook),
+            Caller::Policy(_) => None,
+        }
+    }
+
+    /// `webhook` or `policy`: how the recording, `replay --only-webhook`/`--only-policy` and the
+    /// log line tell them apart.
+    pub(crate) fn kind(&self) -> CallerKind {
+        match self {
+            Caller::Webhook(_) => CallerKind::Webhook,
+            Caller::Policy(_) => CallerKind::Policy,
+        }
+    }
+}
+
+/// A webhook or a policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallerKind {
+    Webhook,
+    Policy,
+}
+
+impl CallerKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CallerKind::Webhook => "webhook",
+            CallerKind::Policy => "policy",
+        }
+    }
 }
 
 /// How a webhook's turn ended.
@@ -75,9 +139,14 @@ impl CallOutcome {
 }
 
 impl fmt::Display for CallRecord {
-    /// `mutating/name#0 allowed mutated 200 1.25ms`: bounded words, no text from the answer.
+    /// `mutating/name#0 allowed mutated 200 1.25ms`, `policy/name#0 denied 403 0.05ms
+    /// rejected`: bounded words, no text from the answer.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}#{} ", self.phase.as_str(), self.hook.name, self.round)?;
+        let what = match self.caller {
+            Caller::Webhook(_) => self.phase.as_str(),
+            Caller::Policy(_) => "policy",
+        };
+        write!(f, "{what}/{}#{} ", self.caller.name(), self.round)?;
         match &self.outcome {
             CallOutcome::Allowed { mutated: true } => f.write_str("allowed mutated")?,
             CallOutcome::Allowed { mutated: false } => f.write_str("allowed")?,
@@ -152,6 +221,31 @@ mod tests {
     use std::time::Duration;
 
     use super::Millis;
+
+    #[test]
+    fn a_policys_record_reads_as_a_webhooks_does() {
+        use super::{CallOutcome, CallRecord, Caller};
+        use crate::config::policy::tests::{compile, pods_rule, policy};
+        use crate::explain::Phase;
+        use crate::pipeline::modes::CallMode;
+        let spec =
+            serde_json::json!({"matchConstraints": pods_rule(), "validations": [{"expression": "true"}]});
+        let (policies, problems) = compile(vec![policy("require-team", spec)], Vec::new(), Vec::new());
+        assert!(problems.is_empty(), "{problems:?}");
+        let record = CallRecord {
+            caller: Caller::Policy(policies.iter().next().expect("a policy").clone()),
+            phase: Phase::Validating,
+            round: 0,
+            outcome: CallOutcome::Denied { code: 403 },
+            latency: Duration::from_micros(50),
+            sent: true,
+            mode: CallMode::Enforce,
+        };
+        assert_eq!(record.to_string(), "policy/require-team#0 denied 403 0.05ms rejected");
+        assert_eq!((record.caller.name(), record.caller.configuration()), ("require-team", ""));
+        let warned = CallRecord { mode: CallMode::Warn, ..record };
+        assert_eq!(warned.to_string(), "policy/require-team#0 denied 403 0.05ms mode=warn");
+    }
 
     #[test]
     fn latencies_read_in_milliseconds_to_two_decimals() {

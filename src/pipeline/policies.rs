@@ -27,7 +27,6 @@ use crate::cluster::params::Params;
 use crate::cluster::Cluster;
 use crate::config::mode::Mode;
 use crate::config::policy::{Param, Policies, Policy};
-use crate::explain::Step;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 
@@ -63,12 +62,7 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     let mut enforced = Vec::new();
     for result in &results {
         let mode = mode_of(&result.policy, review.request);
-        observe::policy_evaluated(result, mode, review.request.operation().as_str(), &review.trace);
-        review.explanation.record(|| Step::Policy {
-            policy: result.policy.name.clone(),
-            mode: mode.as_str(),
-            steps: result.steps.clone(),
-        });
+        review.judge_policy(result, mode);
         let denied = !result.denials.is_empty();
         if result.policy.replaces.is_some() {
             review.policies.paired.push((Arc::clone(&result.policy), denied));
@@ -277,7 +271,11 @@ impl Pending {
             let Some(replaces) = &policy.replaces else { continue };
             let (configuration, webhook) = (&replaces.configuration, &replaces.webhook);
             let call = calls.iter().find(|call| {
-                call.round == 0 && call.hook.configuration == *configuration && call.hook.name == *webhook
+                call.round == 0
+                    && call
+                        .caller
+                        .hook()
+                        .is_some_and(|hook| hook.configuration == *configuration && hook.name == *webhook)
             });
             let Some(call) = call else { continue };
             let (result, disagreement) = match (&call.outcome, *denied) {

@@ -122,6 +122,9 @@ pub(crate) struct PolicyResult {
     pub(crate) steps: Vec<String>,
     /// Whether some binding of the policy matched the request (and so needed its namespace).
     pub(crate) matched: bool,
+    /// An error was ignored (`failurePolicy: Ignore`): a configuration, matchCondition or
+    /// expression error that would otherwise have denied.
+    pub(crate) failed_open: bool,
     /// How long the policy's evaluation took, all bindings and parameters.
     pub(crate) elapsed: std::time::Duration,
     /// Observations of the match-condition metrics (`name` = the policy, `kind="policy"`).
@@ -149,6 +152,7 @@ impl PolicyResult {
             checks: Vec::new(),
             steps: Vec::new(),
             matched: false,
+            failed_open: false,
             elapsed: std::time::Duration::ZERO,
             conditions: Vec::new(),
         }

@@ -53,15 +53,44 @@ pub(crate) fn secret_values_written(patch: &mut Value, redact: &mut dyn FnMut(&m
     }
 }
 
-pub(super) struct Redactor {
+/// The values one patch operation writes at or under one of `pointers` (its value, whole) or
+/// above one (the pointer's part of its value), handed to `redact`. The recorder hashes them;
+/// replay hashes a candidate's patch the same way, with the pointers the recording was made
+/// with (`src/replay/redact.rs`).
+pub(crate) fn values_at_pointers(
+    operation: &mut Value,
+    pointers: &[String],
+    redact: &mut dyn FnMut(&mut Value),
+) {
+    let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let Some(value) = operation.get_mut("value") else { return };
+    for pointer in pointers {
+        if path == *pointer || path.strip_prefix(pointer.as_str()).is_some_and(|rest| rest.starts_with('/')) {
+            redact(value);
+            return;
+        }
+        let below =
+            pointer.strip_prefix(path.as_str()).filter(|rest| path.is_empty() || rest.starts_with('/'));
+        if let Some(inner) = below.and_then(|rest| value.pointer_mut(rest)) {
+            redact(inner);
+        }
+    }
+}
+
+pub(crate) struct Redactor {
     key: hmac::Key,
     /// JSON pointers into the object (checked when the settings were read).
     pointers: Vec<String>,
 }
 
 impl Redactor {
-    pub(super) fn new(key: &[u8], pointers: &[String]) -> Self {
+    pub(crate) fn new(key: &[u8], pointers: &[String]) -> Self {
         Redactor { key: hmac::Key::new(hmac::HMAC_SHA256, key), pointers: pointers.to_vec() }
+    }
+
+    /// The settings' pointers.
+    pub(super) fn pointers(&self) -> &[String] {
+        &self.pointers
     }
 
     /// Redacts `review` (an AdmissionReview, any version) in place: the values at the pointers
@@ -98,7 +127,7 @@ impl Redactor {
 
     /// The values a JSON Patch writes at or under a pointer, or, with `secret`, under a
     /// Secret's `data` or `stringData`.
-    pub(super) fn patch(&self, patch: &mut Value, secret: bool) {
+    pub(crate) fn patch(&self, patch: &mut Value, secret: bool) {
         let Value::Array(operations) = patch else { return };
         for operation in operations.iter_mut() {
             self.at_pointers(operation);
@@ -108,24 +137,9 @@ impl Redactor {
         }
     }
 
-    /// One patch operation writing at a pointer (or under it: its value hashed whole) or
-    /// above one (the pointer's part of its value hashed).
+    /// One patch operation's values at the pointers, hashed.
     fn at_pointers(&self, operation: &mut Value) {
-        let path = operation.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let Some(value) = operation.get_mut("value") else { return };
-        for pointer in &self.pointers {
-            if path == *pointer
-                || path.strip_prefix(pointer.as_str()).is_some_and(|rest| rest.starts_with('/'))
-            {
-                self.value(value);
-                return;
-            }
-            let below =
-                pointer.strip_prefix(path.as_str()).filter(|rest| path.is_empty() || rest.starts_with('/'));
-            if let Some(inner) = below.and_then(|rest| value.pointer_mut(rest)) {
-                self.value(inner);
-            }
-        }
+        values_at_pointers(operation, &self.pointers, &mut |value| self.value(value));
     }
 
     /// The audit annotations that hold a patch, of a Secret's review or with pointers set: the

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::compress::{self, Compressor};
 use super::redact::Redactor;
-use super::{Entry, Limits, Plan, Queued, Status};
+use super::{Entry, Limits, Plan, Queued, Status, World};
 
 const KEY_FILE: &str = ".key";
 const KEY_BYTES: usize = 32;
@@ -120,7 +120,7 @@ struct Writing {
 /// received, unless it spans lines. A request that does not read again as JSON (it was read
 /// once to be answered) fails the entry, counted, rather than being written as null.
 fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) -> anyhow::Result<Vec<u8>> {
-    let Entry { time, endpoint, request, mut answer, webhooks } = entry;
+    let Entry { time, endpoint, request, mut answer, webhooks, world } = entry;
     const UNREADABLE: &str = "the review could not be read again for its redaction";
     let as_received = !parse && !request.iter().any(|byte| matches!(byte, b'\n' | b'\r'));
     let (review, secret) = if as_received {
@@ -150,6 +150,7 @@ fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) 
         request: review,
         time: crate::upstream::x509::rfc3339(seconds as i64),
         webhooks: serde_json::to_value(&webhooks).context("the record could not be encoded")?,
+        world: WorldLine::of(&world, redactor.pointers(), drop_user_info),
     };
     let mut line = serde_json::to_vec(&line).context("the record could not be encoded")?;
     line.push(b'\n');
@@ -164,6 +165,48 @@ struct Line<'a> {
     request: Request<'a>,
     time: String,
     webhooks: Value,
+    #[serde(skip_serializing_if = "WorldLine::is_empty")]
+    world: WorldLine<'a>,
+}
+
+/// The line's `world`: what the decision saw (src/recording.rs, [`World`]) and how the line
+/// was redacted, for a replay to redact a candidate's patches alike. Fields left out when
+/// empty.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WorldLine<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<crate::recording::Namespace>,
+    /// As a Go duration (`10s`), as the caller gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redaction: Option<Redaction<'a>>,
+}
+
+/// The recording's redaction settings, when any beyond a Secret's values.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Redaction<'a> {
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    redact_pointers: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    drop_user_info: bool,
+}
+
+impl<'a> WorldLine<'a> {
+    fn of(world: &World, pointers: &'a [String], drop_user_info: bool) -> Self {
+        let redacted = !pointers.is_empty() || drop_user_info;
+        WorldLine {
+            namespace: world.namespace.clone(),
+            timeout: world.timeout.map(crate::go::duration::format),
+            redaction: redacted.then_some(Redaction { redact_pointers: pointers, drop_user_info }),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.namespace.is_none() && self.timeout.is_none() && self.redaction.is_none()
+    }
 }
 
 /// The request as received, or read and redacted.
@@ -412,6 +455,7 @@ mod tests {
                 patch_text: None,
             },
             webhooks: Vec::new(),
+            world: Default::default(),
         };
         let redactor = Redactor::new(b"key", &[]);
         let received = br#"{"request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"}},"apiVersion":"admission.k8s.io/v1"}"#;
@@ -450,6 +494,7 @@ mod tests {
                 patch_text: Some(br#"[{"op":"add","path":"/a","value":1}]"#.to_vec()),
             },
             webhooks: Vec::new(),
+            world: Default::default(),
         };
         let redactor = Redactor::new(b"key", &[]);
         for parse in [false, true] {

@@ -23,6 +23,36 @@ pub(crate) struct Record {
     pub(crate) answer: RecordedAnswer,
     #[serde(default)]
     pub(crate) webhooks: Vec<RecordedWebhook>,
+    /// What the decision saw beyond the request and the fleet (none in recordings made before
+    /// it was kept).
+    #[serde(default)]
+    pub(crate) world: RecordedWorld,
+}
+
+/// A record's `world` (src/recording/writer.rs writes it).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecordedWorld {
+    /// The request's namespace as the webhooks and policies saw it, when one needed it.
+    #[serde(default)]
+    pub(crate) namespace: Option<crate::recording::Namespace>,
+    /// The caller's `?timeout=`, a Go duration.
+    #[serde(default)]
+    pub(crate) timeout: Option<String>,
+    /// How the record was redacted beyond a Secret's values.
+    #[serde(default)]
+    pub(crate) redaction: RecordedRedaction,
+}
+
+/// The recording's redaction settings when the record was written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecordedRedaction {
+    #[serde(default)]
+    pub(crate) redact_pointers: Vec<String>,
+    /// The request's `userInfo` was left out.
+    #[serde(default)]
+    pub(crate) drop_user_info: bool,
 }
 
 /// The answer the gateway gave.
@@ -40,10 +70,13 @@ pub(crate) struct RecordedAnswer {
     pub(crate) patch: Option<serde_json::Value>,
 }
 
-/// What one matched webhook did.
+/// What one matched webhook, or one policy that acted on the request, did.
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct RecordedWebhook {
     pub(crate) name: String,
+    /// `policy` for a policy; none for a webhook.
+    #[serde(default)]
+    pub(crate) kind: Option<String>,
     #[serde(default)]
     pub(crate) round: u8,
     /// `allowed`, `denied` or `error`.

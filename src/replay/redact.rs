@@ -1,7 +1,8 @@
-//! The recording's redaction, applied to the candidate's side: on a Secret's review, the values
-//! a candidate's patch writes under `data` or `stringData` are hashed with the recording's key
-//! (`DIR/.key`) exactly as `src/recording/redact.rs` hashed the recorded patch's, so the two
-//! patches compare value for value and no value is ever shown. Without the key (a recording
+//! The recording's redaction, applied to the candidate's side: the values a candidate's patch
+//! writes at the recording's `redactPointers` (each record says which it was made with, in its
+//! `world`) and, on a Secret's review, under `data` or `stringData`, are hashed with the
+//! recording's key (`DIR/.key`) exactly as `src/recording/redact.rs` hashed the recorded
+//! patch's, so the two patches compare value for value and no value is ever shown. Without the key (a recording
 //! copied without it) such a value cannot be compared: it becomes [`NO_KEY`], and the
 //! difference says it depends on a redacted value.
 
@@ -57,10 +58,18 @@ pub(crate) fn is_secret(review: &Value) -> bool {
     kind["group"].as_str().unwrap_or_default().is_empty() && kind["kind"] == "Secret"
 }
 
-/// The values `patch` (a JSON Patch) writes under a Secret's `data` or `stringData`, hashed as
-/// the recorder hashes them.
-pub(crate) fn patch(patch: &mut Value, key: Option<&hmac::Key>) {
-    crate::recording::redact::secret_values_written(patch, &mut |value| hash(value, key));
+/// The values `patch` (a JSON Patch) writes at the recording's `pointers` and, with `secret`,
+/// under a Secret's `data` or `stringData`, hashed as the recorder hashed them.
+pub(crate) fn patch(patch: &mut Value, key: Option<&hmac::Key>, pointers: &[String], secret: bool) {
+    let redact = &mut |value: &mut Value| hash(value, key);
+    if let Value::Array(operations) = patch {
+        for operation in operations.iter_mut() {
+            crate::recording::redact::values_at_pointers(operation, pointers, redact);
+        }
+    }
+    if secret {
+        crate::recording::redact::secret_values_written(patch, redact);
+    }
 }
 
 /// One value, by its characters if a string, else by its JSON text: `hmac-sha256:` and the
@@ -94,7 +103,7 @@ mod tests {
             {"op": "add", "path": "/dataset", "value": "kept too"},
             {"op": "remove", "path": "/data/old"},
         ]);
-        patch(&mut written, Some(&key));
+        patch(&mut written, Some(&key), &[], true);
         let text = written.to_string();
         assert!(!text.contains("c2VjcmV0") && !text.contains("plain"), "{text}");
         assert_eq!(written[0]["value"], "kept");
@@ -103,15 +112,40 @@ mod tests {
         assert!(token.starts_with(REDACTED) && token.len() == REDACTED.len() + 32, "{token}");
         // The same value, the same hash; another key, another.
         let mut again = json!([{"op": "add", "path": "/data/x", "value": "c2VjcmV0"}]);
-        patch(&mut again, Some(&key));
+        patch(&mut again, Some(&key), &[], true);
         assert_eq!(again[0]["value"], written[1]["value"]);
         let mut other = json!([{"op": "add", "path": "/data/x", "value": "c2VjcmV0"}]);
-        patch(&mut other, Some(&hmac::Key::new(hmac::HMAC_SHA256, b"other")));
+        patch(&mut other, Some(&hmac::Key::new(hmac::HMAC_SHA256, b"other")), &[], true);
         assert_ne!(other[0]["value"], written[1]["value"]);
         // Without the key nothing is shown either.
         let mut unkeyed = json!([{"op": "add", "path": "/", "value": {"data": {"a": "c2VjcmV0"}}}]);
-        patch(&mut unkeyed, None);
+        patch(&mut unkeyed, None, &[], true);
         assert_eq!(unkeyed[0]["value"]["data"]["a"], NO_KEY);
+    }
+
+    #[test]
+    fn values_at_the_recordings_pointers_are_hashed_as_the_recorder_hashed_them() {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, b"key");
+        let pointers = ["/spec/token".to_owned()];
+        let mut written = json!([
+            {"op": "add", "path": "/spec/token", "value": "plain"},
+            {"op": "add", "path": "/spec", "value": {"token": "plain", "other": "kept"}},
+            {"op": "add", "path": "/spec/other", "value": "kept"},
+        ]);
+        patch(&mut written, Some(&key), &pointers, false);
+        assert!(written[0]["value"].as_str().unwrap().starts_with(REDACTED));
+        assert_eq!(written[1]["value"]["token"], written[0]["value"]);
+        assert_eq!(written[1]["value"]["other"], "kept");
+        assert_eq!(written[2]["value"], "kept");
+        // The recorder's own redaction of the same patch gives the same hashes.
+        let recorder = crate::recording::redact::Redactor::new(b"key", &pointers);
+        let mut recorded = json!([{"op": "add", "path": "/spec/token", "value": "plain"}]);
+        recorder.patch(&mut recorded, false);
+        assert_eq!(recorded[0]["value"], written[0]["value"]);
+        // Not a Secret: its `data` is not touched.
+        let mut data = json!([{"op": "add", "path": "/data/x", "value": "v"}]);
+        patch(&mut data, Some(&key), &pointers, false);
+        assert_eq!(data[0]["value"], "v");
     }
 
     #[test]

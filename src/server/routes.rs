@@ -152,7 +152,7 @@ async fn review(state: &State, endpoint: Endpoint, request: Request<Incoming>) -
     // Its metrics and its one log line (`pipeline/observe.rs`).
     observe::answered(&outcome, &review, endpoint, received.elapsed());
     if let Some((taken, body)) = recorded {
-        taken.offer(observe::recorded(&outcome, endpoint, body));
+        taken.offer(observe::recorded(&outcome, &review, endpoint, body, timeout));
     }
     abandoned.answered();
     let body = encode::answer(review.version, &request.uid, answer);

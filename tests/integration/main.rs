@@ -37,6 +37,7 @@ mod recording;
 mod registration;
 mod reload_and_tls;
 mod replay;
+mod replay_world;
 mod safe_reload;
 mod threads;
 mod traces;

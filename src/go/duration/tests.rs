@@ -1,6 +1,6 @@
 //! `parseDurationTests` and `parseDurationErrorTests` of Go's `src/time/time_test.go`.
 
-use super::{fraction_nanos, parse, Float};
+use super::{format, fraction_nanos, parse, Float};
 
 const NS: i64 = 1;
 const US: i64 = 1_000;
@@ -173,5 +173,24 @@ fn fraction_scale_beyond_u64() {
     for (text, nanos) in cases {
         assert_eq!(parse(&text), Ok(nanos), "{text}");
         assert_eq!(parse(&format!("-{text}")), Ok(-nanos), "-{text}");
+    }
+}
+
+#[test]
+fn formatted_durations_parse_back_to_themselves() {
+    use std::time::Duration;
+    let cases = [
+        (Duration::from_secs(10), "10s"),
+        (Duration::from_secs(90), "90s"),
+        (Duration::from_secs(120), "2m"),
+        (Duration::from_secs(7200), "2h"),
+        (Duration::from_millis(1500), "1500ms"),
+        (Duration::from_micros(3), "3us"),
+        (Duration::from_nanos(7), "7ns"),
+        (Duration::ZERO, "0ns"),
+    ];
+    for (duration, text) in cases {
+        assert_eq!(format(duration), text);
+        assert_eq!(parse(text), Ok(i64::try_from(duration.as_nanos()).unwrap()), "{text}");
     }
 }

@@ -69,6 +69,7 @@ pub(super) fn evaluate_binding(
                 observe(result, errors.max(1));
                 result.steps.push(format!("binding {:?}: matchConditions failed: {message}", binding.name));
                 if policy.failure_policy == FailurePolicy::Ignore {
+                    result.failed_open = true;
                     result.checks.push(Check {
                         binding: binding.name.clone(),
                         error_type: error_type(&message),
@@ -357,6 +358,7 @@ pub(super) fn apply(
         let error_type = error_type(&decision.message);
         match decision.kind {
             DecisionKind::Error if policy.failure_policy == FailurePolicy::Ignore => {
+                result.failed_open = true;
                 result.checks.push(Check {
                     binding: binding.name.clone(),
                     error_type,
@@ -435,7 +437,10 @@ pub(super) fn config_error(
         Some(_) => format!("failed to configure binding: {error}"),
     };
     let message = match &policy.failure_policy {
-        FailurePolicy::Ignore => return,
+        FailurePolicy::Ignore => {
+            result.failed_open = true;
+            return;
+        }
         FailurePolicy::Fail => message,
         FailurePolicy::Unrecognized(value) => format!("unrecognized failure policy: '{value}'"),
     };

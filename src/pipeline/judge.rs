@@ -13,7 +13,7 @@ use super::call::{Attempt, Called};
 use super::context::Review;
 use super::modes::CallMode;
 use super::outcome::{CallOutcome, CallRecord, Caller};
-use super::policy::PolicyResult;
+use super::policy::{self, PolicyResult};
 use super::verdict::{self, Judgement};
 use super::{observe, patching};
 use crate::config::compile::Hook;
@@ -309,40 +309,63 @@ impl Review<'_> {
         judgement
     }
 
-    /// The one place a policy's evaluation becomes a call record, as a webhook's attempt does
-    /// in [`Review::judge`]: observed (the API server's policy families, its span), explained,
-    /// and recorded for the log line, the recording and replay, unless shadowed (a shadow
-    /// call is no call record: it is compared once the review is decided) or it did not act
-    /// on the request (no binding matched, nothing failed). What the enforced policies'
-    /// decisions make of the review — the first denial, warnings, audit annotations — is
-    /// their aggregate's (`policies.rs`).
-    pub(crate) fn judge_policy(&mut self, result: &PolicyResult, mode: CallMode) {
+    /// The one place a policy's evaluation is judged, as a webhook's attempt is in
+    /// [`Review::judge`]: observed (the API server's policy families, its span), explained,
+    /// and by its mode — enforced (`true`: its decisions join the enforced policies' verdict,
+    /// `policies.rs`), its denial returned as a warning (warn), or compared once the review is
+    /// decided (shadow, and a policy that replaces a webhook). It becomes a call record for the
+    /// log line, the recording and replay when it acted on the request (a binding matched, or
+    /// an error denied or was ignored), unless shadowed: a shadow call is no call record.
+    pub(crate) fn judge_policy(&mut self, result: &PolicyResult, mode: CallMode) -> bool {
         observe::policy_evaluated(result, mode, self.request.operation().as_str(), &self.trace);
         self.explanation.record(|| Step::Policy {
             policy: result.policy.name.clone(),
             mode: mode.as_str(),
             steps: result.steps.clone(),
         });
-        let acted = result.matched || result.failed_open || !result.denials.is_empty();
-        if matches!(mode, CallMode::Shadow(_)) || !acted {
-            return;
+        let denial = result.denials.first();
+        if result.policy.replaces.is_some() {
+            self.policies.paired(&result.policy, denial.is_some());
         }
-        let outcome = match (result.denials.first(), result.failed_open) {
-            (Some(denial), _) => {
-                CallOutcome::Denied { code: denial.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0) }
+        let enforced = match mode {
+            CallMode::Enforce | CallMode::Canary => true,
+            CallMode::Warn => {
+                let verdict = policy::aggregate([result]);
+                let mut warnings = verdict.warnings;
+                if let Some(message) = verdict.denial.and_then(|status| status.message) {
+                    warnings.push(format!("{WARN_MODE_PREFIX}{message}"));
+                }
+                self.records.warn(Some(warnings));
+                for (key, value) in verdict.audit_annotations {
+                    self.records.annotate(key, value);
+                }
+                false
             }
-            (None, true) => CallOutcome::Error { reason: "policy_error", code: 0, failed_open: true },
-            (None, false) => CallOutcome::Allowed { mutated: false },
+            CallMode::Shadow(shadow) => {
+                self.policies.shadowed(&result.policy, shadow, denial.is_some());
+                return false;
+            }
         };
-        self.calls.push(CallRecord {
-            caller: Caller::Policy(Arc::clone(&result.policy)),
-            phase: Phase::Validating,
-            round: 0,
-            outcome,
-            latency: result.elapsed,
-            sent: true,
-            mode,
-        });
+        let acted = result.matched || result.failed_open || denial.is_some();
+        if acted {
+            let outcome = match (denial, result.failed_open) {
+                (Some(denial), _) => {
+                    CallOutcome::Denied { code: denial.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(0) }
+                }
+                (None, true) => CallOutcome::Error { reason: "policy_error", code: 0, failed_open: true },
+                (None, false) => CallOutcome::Allowed { mutated: false },
+            };
+            self.calls.push(CallRecord {
+                caller: Caller::Policy(Arc::clone(&result.policy)),
+                phase: Phase::Validating,
+                round: 0,
+                outcome,
+                latency: result.elapsed,
+                sent: true,
+                mode,
+            });
+        }
+        enforced
     }
 
     /// What a webhook's answer leaves behind whatever its verdict: its audit annotations and

@@ -4,10 +4,12 @@
 //! webhooks are not called.
 //!
 //! The evaluation itself is `policy.rs`. Here: the request's namespace fetched first (it is
-//! `namespaceObject`), each policy's mode (enforce, warn, canary, shadow), what the enforced
-//! ones leave on the review (the first denial, warnings, audit annotations), the metrics and
-//! spans; and once the review is decided ([`Pending::settle`]), each shadowed policy compared
-//! with the decision and each policy compared with the webhook it replaces.
+//! `namespaceObject`), each policy's mode; each result judged as a webhook's call is
+//! (`judge.rs`, `Review::judge_policy`: observed, explained, a call record, its warn or shadow
+//! mode applied); what the enforced ones leave on the review together (the first denial,
+//! warnings, audit annotations); and once the review is decided ([`Pending::settle`]), each
+//! shadowed policy compared with the decision and each policy compared with the webhook it
+//! replaces.
 
 use std::sync::Arc;
 
@@ -16,7 +18,6 @@ use serde_json::{json, Value};
 use super::conditions;
 use super::context::Review;
 use super::evaluations::{self, Unfinished};
-use super::judge::WARN_MODE_PREFIX;
 use super::matching::NamespaceLabels;
 use super::modes::{canary_bucket, CallMode, ShadowMode};
 use super::observe;
@@ -59,30 +60,13 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
         }
     }
 
+    // Each judged as a webhook's call is (`judge.rs`); the enforced ones' decisions then
+    // make the policies' verdict together, as the API server's plugin makes it.
     let mut enforced = Vec::new();
     for result in &results {
         let mode = mode_of(&result.policy, review.request);
-        review.judge_policy(result, mode);
-        let denied = !result.denials.is_empty();
-        if result.policy.replaces.is_some() {
-            review.policies.paired.push((Arc::clone(&result.policy), denied));
-        }
-        match mode {
-            CallMode::Enforce | CallMode::Canary => enforced.push(result),
-            CallMode::Warn => {
-                let verdict = policy::aggregate([result]);
-                let mut warnings = verdict.warnings;
-                if let Some(message) = verdict.denial.and_then(|status| status.message) {
-                    warnings.push(format!("{WARN_MODE_PREFIX}{message}"));
-                }
-                review.records.warn(Some(warnings));
-                for (key, value) in verdict.audit_annotations {
-                    review.records.annotate(key, value);
-                }
-            }
-            CallMode::Shadow(mode) => {
-                review.policies.shadowed.push((Arc::clone(&result.policy), mode, denied))
-            }
+        if review.judge_policy(result, mode) {
+            enforced.push(result);
         }
     }
     let verdict = policy::aggregate(enforced);
@@ -255,6 +239,16 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// A shadowed policy, and whether it denied: compared with the decision.
+    pub(crate) fn shadowed(&mut self, policy: &Arc<Policy>, mode: ShadowMode, denied: bool) {
+        self.shadowed.push((Arc::clone(policy), mode, denied));
+    }
+
+    /// A policy that replaces a webhook, and whether it denied: compared with the webhook.
+    pub(crate) fn paired(&mut self, policy: &Arc<Policy>, denied: bool) {
+        self.paired.push((Arc::clone(policy), denied));
+    }
+
     /// Counts each shadowed policy against the decision, and each replacing policy against its
     /// webhook's own outcome when that webhook was called on the critical path.
     pub(crate) fn settle(&self, allowed: bool, calls: &[CallRecord], request: &IncomingReview) {

@@ -125,6 +125,17 @@ async fn record(served: Served, dir: &Path, path: &str, reviews: &[Value]) -> (V
     (answers, lines())
 }
 
+/// The pods sent at `path` through the fleet with its Namespace objects (static mode), recorded
+/// into `DIR/recording`: their answers, the recording's lines, and its directory.
+async fn record_static(dir: &Path, strict: &Mock, path: &str) -> (Vec<Value>, Vec<Value>, PathBuf) {
+    let recorded_fleet =
+        fleet(strict).namespace("prod", &[("tier", "prod")]).namespace("dev", &[("tier", "dev")]);
+    let recording = dir.join("recording");
+    let served = Served::serve(dir, &recorded_fleet, &["--record", recording.to_str().unwrap()]);
+    let (answers, lines) = record(served, dir, path, &pods()).await;
+    (answers, lines, recording)
+}
+
 /// How many of `answers` deny.
 fn denied(answers: &[Value]) -> usize {
     answers.iter().filter(|answer| answer["response"]["allowed"] == false).count()
@@ -145,11 +156,7 @@ async fn replay_json(args: &[&str]) -> (Option<i32>, Value) {
 async fn a_recording_replays_with_the_namespaces_it_saw_and_none_configured() {
     let dir = tempfile::tempdir().unwrap();
     let strict = strict().await;
-    let recorded_fleet =
-        fleet(&strict).namespace("prod", &[("tier", "prod")]).namespace("dev", &[("tier", "dev")]);
-    let recording = dir.path().join("recording");
-    let served = Served::serve(dir.path(), &recorded_fleet, &["--record", recording.to_str().unwrap()]);
-    let (answers, lines) = record(served, dir.path(), "/validate?timeout=7s", &pods()).await;
+    let (answers, lines, recording) = record_static(dir.path(), &strict, "/validate?timeout=7s").await;
     assert_eq!(denied(&answers), 4, "the bad pods of both tiers: {answers:?}");
     for line in &lines {
         let namespace = line["request"]["request"]["namespace"].as_str().unwrap();
@@ -306,11 +313,7 @@ async fn a_recording_made_in_cluster_mode_replays_without_the_cluster() {
 async fn policies_are_recorded_and_compared_like_webhooks() {
     let dir = tempfile::tempdir().unwrap();
     let strict = strict().await;
-    let recorded_fleet =
-        fleet(&strict).namespace("prod", &[("tier", "prod")]).namespace("dev", &[("tier", "dev")]);
-    let recording = dir.path().join("recording");
-    let served = Served::serve(dir.path(), &recorded_fleet, &["--record", recording.to_str().unwrap()]);
-    let (_, lines) = record(served, dir.path(), "/validate", &pods()).await;
+    let (_, lines, recording) = record_static(dir.path(), &strict, "/validate").await;
     let turn = |line: &Value, kind: Option<&str>, name: &str| -> Option<Value> {
         let calls = line["webhooks"].as_array().unwrap();
         calls.iter().find(|call| call["name"] == name && call["kind"].as_str() == kind).cloned()

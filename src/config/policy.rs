@@ -255,10 +255,7 @@ impl Param {
         let text = |field: &str| {
             metadata.and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
         };
-        let labels = metadata
-            .and_then(|m| m.get("labels"))
-            .and_then(|l| serde_json::from_value(l.clone()).ok())
-            .unwrap_or_default();
+        let labels = super::selector::decoded_labels_of(&value).unwrap_or_default();
         Param::new(text("namespace"), text("name"), labels, value)
     }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::config::equivalence::Equivalence;
 use crate::config::policy::{Matcher, NamedRule};
 use crate::config::rules::RuleRequest;
-use crate::config::selector::Labels;
+use crate::config::selector::labels_of;
 use crate::review::Operation;
 
 /// What matching looks at.
@@ -121,13 +121,13 @@ fn namespace_matches(matcher: &Matcher, request: &Request<'_>) -> Result<bool, S
         return Ok(true);
     }
     let labels = if is_namespace && matches!(r.operation, Operation::Create | Operation::Update) {
-        labels_of(request.object)
+        request.object.and_then(labels_of)
     } else if is_namespace && r.subresource.is_empty() && request.namespace.is_none() {
         // A Namespace request names itself: the stored one, else the request's object.
-        labels_of(request.old_object.or(request.object))
+        request.old_object.or(request.object).and_then(labels_of)
     } else {
         match request.namespace {
-            Some(namespace) => labels_of(Some(namespace)),
+            Some(namespace) => labels_of(namespace),
             None => {
                 let name = if is_namespace { request.name } else { r.namespace };
                 return Err(format!("namespaces {} not found", crate::go::strconv::quote(name)));
@@ -143,20 +143,6 @@ fn object_matches(matcher: &Matcher, request: &Request<'_>) -> bool {
     }
     [request.object, request.old_object]
         .into_iter()
-        .filter_map(|o| labels_of(o))
+        .filter_map(|o| o.and_then(labels_of))
         .any(|labels| matcher.object_selector.matches(&labels))
-}
-
-/// `metadata.labels` of an object with metadata; `None` without (null, options objects).
-fn labels_of(object: Option<&Value>) -> Option<Labels> {
-    let metadata = object?.get("metadata")?.as_object()?;
-    Some(
-        metadata
-            .get("labels")
-            .and_then(Value::as_object)
-            .map(|labels| {
-                labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
-            })
-            .unwrap_or_default(),
-    )
 }

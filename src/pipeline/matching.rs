@@ -225,7 +225,7 @@ fn namespace_matches(
     match namespace {
         NamespaceLabels::Found(labels) => Ok(selector.matches(labels)),
         NamespaceLabels::Missing { live } => {
-            Err(verdict::namespace_not_found(&review.request.namespace, &hook.name, *live))
+            Err(verdict::namespace_not_found(&review.request.namespace, (!live).then_some(&hook.name)))
         }
         NamespaceLabels::Unavailable(message) => Err(verdict::internal_error(message)),
         // Resolved before matching whenever a candidate has a selector: not reached.

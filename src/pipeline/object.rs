@@ -44,6 +44,9 @@ pub(crate) struct ObjectState<'a> {
     labels: OnceCell<Option<Labels>>,
     /// Labels of the old object.
     old_labels: OnceCell<Option<Labels>>,
+    /// The old object as a tree, parsed once for whoever needs it first (the CEL `oldObject`
+    /// of matchConditions and of policies, the policies' selectors).
+    old_tree: OnceCell<Option<Value>>,
     /// The current object as a tree, once some stage needed it (`None` again when a patch
     /// changes the text).
     tree: Option<Value>,
@@ -101,6 +104,7 @@ impl<'a> ObjectState<'a> {
             old,
             labels: OnceCell::new(),
             old_labels: OnceCell::new(),
+            old_tree: OnceCell::new(),
             tree: None,
             spliced: None,
             changed: false,
@@ -160,6 +164,12 @@ impl<'a> ObjectState<'a> {
     /// The old object's labels, on the same terms.
     pub(crate) fn old_labels(&self) -> Option<&Labels> {
         self.old_labels.get_or_init(|| labels_of(None, self.old.map(RawValue::get))).as_ref()
+    }
+
+    /// The old object as a tree, parsed on first use; `None` when there is none (or it does
+    /// not parse, which a decoded review rules out).
+    pub(crate) fn old_tree(&self) -> Option<&Value> {
+        self.old_tree.get_or_init(|| self.old.and_then(|raw| serde_json::from_str(raw.get()).ok())).as_ref()
     }
 
     /// The current object as a tree.

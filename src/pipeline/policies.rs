@@ -18,14 +18,14 @@ use super::context::Review;
 use super::evaluations::{self, Unfinished};
 use super::judge::WARN_MODE_PREFIX;
 use super::matching::NamespaceLabels;
-use super::modes::{canary_bucket, CallMode, ShadowMode};
+use super::modes::{CallMode, ShadowMode};
 use super::observe;
 use super::outcome::{CallOutcome, CallRecord};
 use super::policy::{self, Attributes, Lookups, NoLookups, PolicyResult};
+use super::verdict;
 use crate::cel::authorizer;
 use crate::cluster::params::Params;
 use crate::cluster::Cluster;
-use crate::config::mode::Mode;
 use crate::config::policy::{Param, Policies, Policy};
 use crate::explain::Step;
 use crate::review::decode::IncomingReview;
@@ -123,8 +123,7 @@ async fn evaluate(review: &mut Review<'_>, policies: Arc<Policies>) -> Result<Ve
         }
     }
     let namespace = namespace_object(review.request, &review.namespace);
-    let old_object: Option<Value> =
-        review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let old_object = review.object.old_tree().cloned();
     let object = review.object.tree().cloned();
     let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
     off_thread(review.cluster, owned, review.budget.deadline()).await
@@ -199,17 +198,10 @@ impl Lookups for Live<'_> {
     }
 }
 
-/// How `policy` is run for `request`: a canary is enforced for a stable share of objects.
+/// How `policy` is run for `request`: as a webhook of its mode, its canary bucket keyed by
+/// its name.
 fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
-    match policy.mode {
-        Mode::Enforce => CallMode::Enforce,
-        Mode::Warn => CallMode::Warn,
-        Mode::Shadow => CallMode::Shadow(ShadowMode::Shadow),
-        Mode::Canary(percent) if canary_bucket(&policy.name, request) < u64::from(percent) => {
-            CallMode::Canary
-        }
-        Mode::Canary(_) => CallMode::Shadow(ShadowMode::Canary),
-    }
+    CallMode::of_mode(policy.mode, &policy.name, request)
 }
 
 /// The failure of a namespaced request whose namespace cannot be had (§3.5).
@@ -220,21 +212,8 @@ fn namespace_failure(request: &IncomingReview, namespace: &NamespaceLabels) -> O
         // `namespaceObject` is null and a namespaceSelector fails as the matcher says
         // (docs/differences.md, "A policy's namespace outside cluster mode").
         NamespaceLabels::Missing { live: false } => None,
-        NamespaceLabels::Missing { live: true } => Some(Status {
-            status: Some("Failure".into()),
-            message: Some(format!("namespaces {name:?} not found")),
-            reason: Some("NotFound".into()),
-            details: Some(json!({"name": name, "kind": "namespaces"})),
-            code: Some(404),
-            ..Status::default()
-        }),
-        NamespaceLabels::Unavailable(message) => Some(Status {
-            status: Some("Failure".into()),
-            message: Some(message.clone()),
-            reason: Some("InternalError".into()),
-            code: Some(500),
-            ..Status::default()
-        }),
+        NamespaceLabels::Missing { live: true } => Some(verdict::namespace_not_found(name, None)),
+        NamespaceLabels::Unavailable(message) => Some(verdict::namespace_unavailable(message)),
         NamespaceLabels::NotNeeded | NamespaceLabels::Found(_) => None,
     }
 }

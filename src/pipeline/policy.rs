@@ -308,7 +308,7 @@ impl State {
             return;
         }
         self.activation.object = attributes.object.map(|o| json_value(Some(o)));
-        self.activation.old_object = attributes.old_object.map(|o| json_value(Some(o)));
+        self.activation.old_object = Some(super::conditions::old_object_value(attributes.old_object));
         // The same `request` as webhook matchConditions see (`conditions.rs`).
         self.activation.request = Some(request_value(&super::conditions::request(attributes.review)));
         self.activation.namespace_object = namespace_object(attributes).map(|n| json_value(Some(n)));

@@ -22,7 +22,6 @@ use super::modes::{CallMode, ShadowMode};
 use super::observe;
 use super::outcome::{CallOutcome, CallRecord};
 use super::policy::{self, Attributes, Lookups, NoLookups, PolicyResult};
-use super::verdict;
 use crate::cel::authorizer;
 use crate::cluster::params::Params;
 use crate::cluster::Cluster;
@@ -41,8 +40,9 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     let results = if policy::may_match(&policies, review.request) {
         evaluate(review, policies).await?
     } else {
-        // No policy's rules accept the request: every match ends before the object, the
-        // namespace or an expression is read, so none of them is fetched, parsed or evaluated.
+        // No candidate policy's rules accept the request: every match ends before the object,
+        // the namespace or an expression is read, so none of them is fetched, parsed or
+        // evaluated.
         let attributes = Attributes {
             review: review.request,
             object: None,
@@ -53,7 +53,7 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
         policy::evaluate(&policies, &attributes, &NoLookups)
     };
     if results.iter().any(|result| result.matched) {
-        if let Some(status) = namespace_failure(review.request, &review.namespace) {
+        if let Some(status) = review.namespace.for_policies(review.request) {
             // The API server fetches the namespace of a namespaced request for the first
             // binding that matches, and fails the request as it is when it cannot.
             return Err(status);
@@ -204,20 +204,6 @@ fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
     CallMode::of_mode(policy.mode, &policy.name, request)
 }
 
-/// The failure of a namespaced request whose namespace cannot be had (§3.5).
-fn namespace_failure(request: &IncomingReview, namespace: &NamespaceLabels) -> Option<Status> {
-    let name = &request.request.namespace;
-    match namespace {
-        // Not configured (outside cluster mode): the gateway cannot know the namespace, so
-        // `namespaceObject` is null and a namespaceSelector fails as the matcher says
-        // (docs/differences.md, "A policy's namespace outside cluster mode").
-        NamespaceLabels::Missing { live: false } => None,
-        NamespaceLabels::Missing { live: true } => Some(verdict::namespace_not_found(name, None)),
-        NamespaceLabels::Unavailable(message) => Some(verdict::namespace_unavailable(message)),
-        NamespaceLabels::NotNeeded | NamespaceLabels::Found(_) => None,
-    }
-}
-
 /// `namespaceObject` (§6.4): the request's Namespace as far as the gateway knows it — name and
 /// labels (docs/policies.md says what else a policy cannot read here).
 fn namespace_object(request: &IncomingReview, namespace: &NamespaceLabels) -> Option<Value> {
@@ -267,31 +253,5 @@ impl Pending {
             };
             observe::policy_paired(policy, configuration, webhook, result, disagreement, request);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_namespace_is_the_api_servers_404() {
-        let body = json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u", "operation": "CREATE", "namespace": "team-a", "name": "web",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "userInfo": {"username": "alice"},
-            },
-        });
-        let request = crate::review::decode::review(body.to_string().as_bytes()).unwrap();
-        let status =
-            namespace_failure(&request, &NamespaceLabels::Missing { live: true }).expect("a failure");
-        assert_eq!(status.code, Some(404));
-        assert_eq!(status.message.as_deref(), Some(r#"namespaces "team-a" not found"#));
-        assert!(namespace_failure(&request, &NamespaceLabels::NotNeeded).is_none());
-        // Outside cluster mode an unconfigured namespace is unknown, not absent.
-        assert!(namespace_failure(&request, &NamespaceLabels::Missing { live: false }).is_none());
     }
 }

@@ -16,9 +16,9 @@
 //! `conditions.rs`), `resources.rs` a policy's `matchConstraints` and a binding's
 //! `matchResources` (the evaluation around them is `policy.rs`).
 //!
-//! Only the candidates are matched: the snapshot indexes webhooks by the (group, resource)
-//! their rules can match (`config/rules.rs`). A review's object is read and its namespace
-//! looked up only for a candidate whose rules match the request.
+//! Only the candidates are matched: the snapshot indexes webhooks and policies by the (group,
+//! resource) their rules can match (`config/rules.rs`). A review's object is read and its
+//! namespace looked up only for a candidate whose rules match the request.
 
 pub(crate) mod exempt;
 pub(crate) mod namespace;

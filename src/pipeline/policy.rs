@@ -45,11 +45,17 @@ pub(crate) fn evaluate(
     let mut state = State::new();
     state.activation.deadline = attributes.deadline;
     let mut results = Vec::new();
-    for policy in policies.iter().filter(|p| !p.bindings.is_empty()) {
+    let mut candidates = candidates(policies, review).map(|(position, _)| position).peekable();
+    for (position, policy) in policies.iter().enumerate().filter(|(_, p)| !p.bindings.is_empty()) {
         let started = std::time::Instant::now();
         let mut result = PolicyResult::new(policy);
+        let candidate = candidates.next_if_eq(&position).is_some();
         if let Some(why) = exempt::from_policy(review, policy.is_static) {
             result.steps.push(format!("policy {:?} skipped: {why}", policy.name));
+        } else if !candidate {
+            // Its rules cannot match (the index says): `matchConstraints` would not match,
+            // whatever the object and the namespace.
+            result.steps.push(no_match(policy));
         } else {
             evaluate_policy(policies, policy, attributes, lookups, &mut state, &mut result);
         }
@@ -310,19 +316,29 @@ fn request_of<'a>(attributes: &Attributes<'a>) -> Request<'a> {
     }
 }
 
+/// The policies whose `matchConstraints` may match `review`, with their positions, from the
+/// index by the resource as it was requested.
+fn candidates<'p>(
+    policies: &'p Policies,
+    review: &IncomingReview,
+) -> impl Iterator<Item = (usize, &'p Arc<Policy>)> {
+    let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
+    policies.candidates(&resource.group, &resource.resource)
+}
+
 /// The step of a policy whose `matchConstraints` do not match.
 fn no_match(policy: &Policy) -> String {
     format!("policy {:?}: matchConstraints do not match the request", policy.name)
 }
 
-/// Whether some policy that is not exempt has resource rules that accept `review`: a necessary
-/// condition of any match that reads neither the object nor the namespace. When no policy
-/// passes it, nothing can match and [`evaluate`] without the object, its namespace or a thread
-/// of its own gives the same results; so only then are they fetched.
+/// Whether some candidate policy that is not exempt has resource rules that accept `review`: a
+/// necessary condition of any match that reads neither the object nor the namespace. When no
+/// policy passes it, nothing can match and [`evaluate`] without the object, its namespace or a
+/// thread of its own gives the same results; so only then are they fetched.
 pub(crate) fn may_match(policies: &Policies, review: &IncomingReview) -> bool {
     let attributes = Attributes { review, object: None, old_object: None, namespace: None, deadline: None };
     let request = request_of(&attributes);
-    policies.iter().filter(|p| !p.bindings.is_empty()).any(|policy| {
+    candidates(policies, review).any(|(_, policy)| {
         exempt::from_policy(review, policy.is_static).is_none()
             && match &policy.match_constraints {
                 None => true,

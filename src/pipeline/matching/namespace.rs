@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use super::super::verdict;
 use crate::config::selector::Labels;
+use crate::pipeline::verdict;
 use crate::review::decode::IncomingReview;
 use crate::review::{Operation, Status};
 

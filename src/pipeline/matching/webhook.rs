@@ -10,13 +10,13 @@
 
 use std::fmt;
 
-use super::super::object::ObjectState;
-use super::super::verdict;
 use super::namespace::{NamespaceLabels, Scope};
 use super::rules::{as_received, first_match, RuleMatch};
 use super::selectors::{namespace_selected, object_selected, NO_LABELS};
 use crate::config::compile::Hook;
 use crate::config::equivalence::{Gvk, Hit};
+use crate::pipeline::object::ObjectState;
+use crate::pipeline::verdict;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 use crate::upstream::CallError;

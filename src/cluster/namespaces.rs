@@ -94,7 +94,7 @@ impl Namespaces {
     async fn lookup(&self, name: &str) -> Lookup {
         self.lookups.fetch_add(1, Ordering::Relaxed);
         match tokio::time::timeout(LOOKUP_TIMEOUT, self.lookup_api.get_metadata_opt(name)).await {
-            Ok(Ok(Some(found))) => Ok(Some(Arc::new(labels_of(&found)))),
+            Ok(Ok(Some(found))) => Ok(Some(Arc::new(found.metadata.labels.unwrap_or_default()))),
             Ok(Ok(None)) => Ok(None),
             Ok(Err(error)) => Err(format!("getting namespace {name:?} from the API server: {error}")),
             Err(_) => Err(format!(
@@ -138,7 +138,7 @@ impl Mirror for Namespaces {
     type Listed = HashMap<String, Arc<Labels>>;
 
     fn entry(&self, namespace: PartialObjectMeta<Namespace>) -> Option<Arc<Labels>> {
-        Some(Arc::new(labels_of(&namespace)))
+        Some(Arc::new(namespace.metadata.labels.unwrap_or_default()))
     }
 
     fn listed(&self, listed: Self::Listed) {
@@ -166,10 +166,6 @@ impl Mirror for Namespaces {
         broken.get_or_insert_with(Instant::now);
         tracing::warn!("namespace watch failed, starting it again: {error}");
     }
-}
-
-fn labels_of(namespace: &PartialObjectMeta<Namespace>) -> Labels {
-    namespace.metadata.labels.clone().unwrap_or_default().into_iter().collect()
 }
 
 #[cfg(test)]

@@ -249,14 +249,18 @@ impl Equivalence {
     /// The API server's search (docs/semantics.md §4.2), run when no rule matched the request
     /// itself: rules in list order, for each rule the equivalents of the requested resource
     /// (the requested one excluded, same subresource); the first hit wins.
-    pub(crate) fn search(&self, rules: &[Rule], request: &RuleRequest<'_>) -> Option<Hit<'_>> {
+    pub(crate) fn search<'r>(
+        &self,
+        rules: impl IntoIterator<Item = &'r Rule>,
+        request: &RuleRequest<'_>,
+    ) -> Option<Hit<'_>> {
         let equivalents: Vec<Member<'_>> = self
             .equivalents(request.group, request.version, request.resource)
             .filter(|m| {
                 (m.group, m.version, m.resource) != (request.group, request.version, request.resource)
             })
             .collect();
-        rules.iter().find_map(|rule| {
+        rules.into_iter().find_map(|rule| {
             equivalents.iter().find_map(|member| {
                 let as_if = RuleRequest {
                     group: member.group,

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::equivalence::Equivalence;
 use super::manifest::{ApiVersion, ObjectMeta, RuleWithOperations, WebhookConfiguration, WebhookKind};
 use super::mode::Mode;
-use super::rules::Rule;
+use super::rules::{Rule, RuleIndex};
 use super::selector::Selector;
 use super::{Finding, Problem};
 use crate::cel::{self, Authz, Declared, Env, Program, Returns};
@@ -61,6 +61,9 @@ pub(crate) struct Policies {
     /// The resources stored together, for `matchPolicy: Equivalent` (built-in table unless
     /// [`Policies::set_equivalence`] gave the snapshot's).
     equivalence: Option<Arc<Equivalence>>,
+    /// From (group, resource) to the positions of the policies with bindings whose
+    /// `matchConstraints` can match it ([`Policies::candidates`]).
+    index: RuleIndex,
 }
 
 /// Annotation naming the validating webhook a policy is meant to replace:
@@ -255,10 +258,7 @@ impl Param {
         let text = |field: &str| {
             metadata.and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
         };
-        let labels = metadata
-            .and_then(|m| m.get("labels"))
-            .and_then(|l| serde_json::from_value(l.clone()).ok())
-            .unwrap_or_default();
+        let labels = super::selector::decoded_labels_of(&value).unwrap_or_default();
         Param::new(text("namespace"), text("name"), labels, value)
     }
 
@@ -418,7 +418,49 @@ impl Policies {
                 bindings.iter().filter(|(name, _)| *name == policy.name).map(|(_, b)| b.clone()).collect();
         }
         policies.sort_by(|a, b| (!a.is_static, &a.name).cmp(&(!b.is_static, &b.name)));
-        Policies { policies: policies.into_iter().map(Arc::new).collect(), equivalence: None }
+        let policies = policies.into_iter().map(Arc::new).collect();
+        let mut policies = Policies { policies, equivalence: None, index: RuleIndex::default() };
+        policies.index();
+        policies
+    }
+
+    /// Indexes each policy that has bindings by what its `matchConstraints` can match, as the
+    /// snapshot indexes webhooks (`config/compile.rs`): its `resourceRules` and, under
+    /// `matchPolicy: Equivalent`, the resources stored with theirs; its `excludeResourceRules`
+    /// too, whose Equivalent search fails a request it reaches a resource of unknown kind
+    /// with (k8s.io/apiserver `pkg/admission/plugin/policy/matching/matching.go`). A policy
+    /// without `resourceRules` matches every request, and one without `matchConstraints`
+    /// fails every request with a configuration error (`…/policy/generic/policy_matcher.go`):
+    /// both are candidates everywhere.
+    fn index(&mut self) {
+        let mut index = RuleIndex::default();
+        let equivalence = self.equivalence();
+        for (position, policy) in self.policies.iter().enumerate().filter(|(_, p)| !p.bindings.is_empty()) {
+            match &policy.match_constraints {
+                Some(matcher) if !matcher.resource_rules.is_empty() => {
+                    let rules = matcher.resource_rules.iter().chain(&matcher.exclude_resource_rules);
+                    index.add(
+                        position,
+                        rules.map(|named| &named.rule),
+                        matcher.equivalent.then_some(equivalence),
+                    );
+                }
+                _ => index.add_everywhere(position),
+            }
+        }
+        self.index = index;
+    }
+
+    /// The policies with bindings that may match a request for `resource` of `group` as it was
+    /// requested (`requestResource`), with their positions in [`Policies::iter`], in evaluation
+    /// order: the others' `matchConstraints` cannot.
+    pub(crate) fn candidates(
+        &self,
+        group: &str,
+        resource: &str,
+    ) -> impl Iterator<Item = (usize, &Arc<Policy>)> {
+        let positions = self.index.candidates(group, resource);
+        positions.into_iter().filter_map(|position| Some((position, self.policies.get(position)?)))
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -434,6 +476,7 @@ impl Policies {
     /// configured custom resources) instead of the built-in table alone.
     pub(crate) fn set_equivalence(&mut self, equivalence: Arc<Equivalence>) {
         self.equivalence = Some(equivalence);
+        self.index();
     }
 
     /// The registry `matchPolicy: Equivalent` searches.

@@ -1,7 +1,7 @@
-//! A webhook's `rules[]`, compiled: matching a request (docs/semantics.md §4.1), and the index
-//! from (group, resource) to the webhooks whose rules can match — the requested resource or,
-//! under `matchPolicy: Equivalent`, one stored with it (§4.2) — so a review never scans the
-//! whole fleet.
+//! A webhook's `rules[]` (and a policy's `resourceRules`), compiled: matching a request
+//! (docs/semantics.md §4.1), and the index from (group, resource) to the webhooks or policies
+//! whose rules can match — the requested resource or, under `matchPolicy: Equivalent`, one
+//! stored with it (§4.2) — so a review never scans the whole fleet.
 
 use std::collections::HashMap;
 
@@ -87,7 +87,8 @@ impl Rule {
     }
 }
 
-/// group → resource → positions of the webhooks that have a rule for it; `*` is a key too.
+/// group → resource → positions of the webhooks (or policies) that have a rule for it; `*` is
+/// a key too.
 #[derive(Debug, Default)]
 pub(crate) struct RuleIndex {
     by_group: HashMap<String, HashMap<String, Vec<usize>>>,
@@ -100,32 +101,50 @@ impl RuleIndex {
     pub(crate) fn build<'r>(
         hooks: impl Iterator<Item = (usize, &'r [Rule], Option<&'r Equivalence>)>,
     ) -> Self {
-        let mut by_group: HashMap<String, HashMap<String, Vec<usize>>> = HashMap::new();
-        let mut add = |group: &str, resource: &str, position: usize| {
-            let positions =
-                by_group.entry(group.to_owned()).or_default().entry(resource.to_owned()).or_default();
-            if positions.last() != Some(&position) {
-                positions.push(position);
-            }
-        };
+        let mut index = Self::default();
         for (position, rules, equivalence) in hooks {
-            for rule in rules {
-                for group in &rule.api_groups {
-                    for (resource, _) in &rule.resources {
-                        add(group, resource, position);
-                        for (group, resource) in
-                            equivalence.map(|e| e.related(group, resource)).unwrap_or_default()
-                        {
-                            add(group, resource, position);
-                        }
+            index.add(position, rules, equivalence);
+        }
+        index
+    }
+
+    /// Makes the one at `position` (past every position added so far, or the last again) a
+    /// candidate for what `rules` name and, with `equivalence`, what is stored with it.
+    pub(crate) fn add<'r>(
+        &mut self,
+        position: usize,
+        rules: impl IntoIterator<Item = &'r Rule>,
+        equivalence: Option<&Equivalence>,
+    ) {
+        for rule in rules {
+            for group in &rule.api_groups {
+                for (resource, _) in &rule.resources {
+                    self.insert(group, resource, position);
+                    for (group, resource) in
+                        equivalence.map(|e| e.related(group, resource)).unwrap_or_default()
+                    {
+                        self.insert(group, resource, position);
                     }
                 }
             }
         }
-        Self { by_group }
     }
 
-    /// Positions, ascending, of the webhooks whose rules name this group and resource.
+    /// Makes the one at `position` a candidate for every request.
+    pub(crate) fn add_everywhere(&mut self, position: usize) {
+        self.insert("*", "*", position);
+    }
+
+    fn insert(&mut self, group: &str, resource: &str, position: usize) {
+        let positions =
+            self.by_group.entry(group.to_owned()).or_default().entry(resource.to_owned()).or_default();
+        if positions.last() != Some(&position) {
+            positions.push(position);
+        }
+    }
+
+    /// Positions, ascending, of the webhooks (or policies) whose rules name this group and
+    /// resource.
     pub(crate) fn candidates(&self, group: &str, resource: &str) -> Vec<usize> {
         let mut found = Vec::new();
         for group in [group, "*"] {

@@ -1,4 +1,6 @@
-//! Label selectors (metav1 `LabelSelector`), compiled once per configuration load.
+//! Label selectors (metav1 `LabelSelector`), compiled once per configuration load, and the
+//! labels they read, found in one place for webhooks, policies, their parameters and the
+//! cluster's namespaces.
 //!
 //! Semantics of `k8s.io/apimachinery/pkg/labels`: `matchLabels` and every `matchExpressions`
 //! entry are ANDed; `NotIn` and `DoesNotExist` are satisfied by an absent key; the empty
@@ -6,6 +8,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::manifest::LabelSelector;
 
@@ -31,6 +36,43 @@ enum Operator {
 
 /// Labels of an object or namespace.
 pub(crate) type Labels = BTreeMap<String, String>;
+
+/// `metadata.labels` of an object held as a tree, as the policies' selectors and the mutating
+/// chain's patched object read them: every string value (another value is skipped). `None`
+/// without a `metadata` object (null, the options objects of CONNECT), which no object selector
+/// matches.
+pub(crate) fn labels_of(object: &Value) -> Option<Labels> {
+    let metadata = object.get("metadata")?.as_object()?;
+    let labels = metadata.get("labels").and_then(Value::as_object);
+    Some(
+        labels.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect(),
+    )
+}
+
+/// `metadata.labels` of an object's JSON text, decoded as `ObjectMeta` decodes them, without
+/// parsing the rest of the object: a value that is not a string fails the decoding (`None`), as
+/// does an object without `metadata`. Missing or null labels are no labels.
+pub(crate) fn decoded_labels_of_text(text: &str) -> Option<Labels> {
+    let only: MetadataOnly = serde_json::from_str(text).ok()?;
+    Some(only.metadata?.labels.unwrap_or_default())
+}
+
+/// [`decoded_labels_of_text`] of an object already held as a tree (a parameter object).
+pub(crate) fn decoded_labels_of(object: &Value) -> Option<Labels> {
+    let only = MetadataOnly::deserialize(object).ok()?;
+    Some(only.metadata?.labels.unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+struct MetadataOnly {
+    metadata: Option<LabelsOnly>,
+}
+
+#[derive(Deserialize)]
+struct LabelsOnly {
+    #[serde(default)]
+    labels: Option<Labels>,
+}
 
 impl Selector {
     /// Compiles a selector that validation accepted; an unknown operator matches nothing.

@@ -61,8 +61,7 @@ pub(crate) async fn evaluate(
         state.object_converted = Some(state.object_version);
     }
     if uses.old_object && state.variables.old_object.is_none() {
-        let old = review.request.old_object.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok());
-        state.variables.old_object = Some(json_value(old.as_ref()));
+        state.variables.old_object = Some(old_object_value(object.old_tree()));
     }
     if uses.request && state.variables.request.is_none() {
         state.variables.request = Some(request_value(&request(review)));
@@ -153,6 +152,12 @@ async fn off_thread(
             conditions: Vec::new(),
         },
     }
+}
+
+/// `oldObject` as CEL sees it, in webhook matchConditions and policies alike: the request's old
+/// object ([`ObjectState::old_tree`], parsed once per review), null when it has none.
+pub(crate) fn old_object_value(old: Option<&Value>) -> cel::CelValue {
+    json_value(old)
 }
 
 /// The authorizer scope of `review`: SubjectAccessReviews as its user, `requestResource` its

@@ -36,7 +36,8 @@ pub(crate) struct Review<'r> {
     pub(crate) conditions: conditions::State,
     /// Live cluster state, in cluster mode.
     pub(crate) cluster: Option<&'r Cluster>,
-    /// The request's namespace labels, looked up once, when a candidate needs them.
+    /// The request's namespace labels, looked up once, when a candidate whose rules match needs
+    /// them.
     pub(crate) namespace: NamespaceLabels,
     /// The lookup's answer known in advance: a replay's recorded world.
     pub(crate) recorded_namespace: Option<NamespaceLabels>,
@@ -138,16 +139,6 @@ impl<'r> Review<'r> {
         }
     }
 
-    /// Looks up the labels of the request's namespace, once per review, if one of
-    /// `candidates` has a namespaceSelector that reads them (§4.3): from the cluster in cluster
-    /// mode (cache, else the API server, within the deadline budget), else from the
-    /// configured Namespaces.
-    pub(crate) async fn look_up_namespace(&mut self, candidates: &[&Arc<Hook>]) {
-        if candidates.iter().any(|hook| matching::has_namespace_selector(hook)) {
-            self.fetch_namespace().await;
-        }
-    }
-
     /// Looks up the request's namespace once per review, whoever needs it: a webhook's
     /// namespaceSelector, or the policies (their selectors and `namespaceObject`). A replay
     /// gives the recorded answer, which is taken as it is.
@@ -211,9 +202,14 @@ impl<'r> Review<'r> {
     }
 
     /// Whether `hook` matches: `Ok(None)` to call it, the skip, or `Err` if matching failed the
-    /// request.
+    /// request. Its rules first: the namespace is looked up only for a webhook whose rules match
+    /// and whose namespaceSelector reads it (§4.3).
     pub(crate) async fn decide(&mut self, hook: &Hook, phase: Phase) -> Result<Option<Skip>, Status> {
-        if let Some(skip) = matching::should_call(hook, self.request, &self.object, &self.namespace)? {
+        let rules = matching::rule_match(hook, self.request);
+        if matching::needs_namespace(hook, &rules, self.request) {
+            self.fetch_namespace().await;
+        }
+        if let Some(skip) = matching::selected(hook, rules, self.request, &self.object, &self.namespace)? {
             return Ok(Some(skip));
         }
         conditions::evaluate(

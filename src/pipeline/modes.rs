@@ -21,15 +21,22 @@ pub(crate) enum CallMode {
 }
 
 impl CallMode {
-    /// `hook`'s mode for `request`; a canary is enforced for a stable share of objects.
+    /// `hook`'s mode for `request`; a canary is enforced for a stable share of objects, by its
+    /// configuration.
     pub(crate) fn of(hook: &Hook, request: &IncomingReview) -> Self {
-        match hook.mode {
+        Self::of_mode(hook.mode, &hook.configuration, request)
+    }
+
+    /// How something configured with `mode` runs for `request`: a webhook (its configuration's
+    /// mode, `bucket` the configuration's name) or a policy (its own, `bucket` its name). A
+    /// canary is enforced when the request's object falls below its percent in
+    /// [`canary_bucket`] of `bucket`.
+    pub(crate) fn of_mode(mode: Mode, bucket: &str, request: &IncomingReview) -> Self {
+        match mode {
             Mode::Enforce => Self::Enforce,
             Mode::Warn => Self::Warn,
             Mode::Shadow => Self::Shadow(ShadowMode::Shadow),
-            Mode::Canary(percent) if canary_bucket(&hook.configuration, request) < u64::from(percent) => {
-                Self::Canary
-            }
+            Mode::Canary(percent) if canary_bucket(bucket, request) < u64::from(percent) => Self::Canary,
             Mode::Canary(_) => Self::Shadow(ShadowMode::Canary),
         }
     }

@@ -31,12 +31,11 @@ struct Reinvocation {
 
 /// Runs every matching mutating webhook; `Err` is the status the request fails with.
 pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
-    if let Some(reason) = matching::exempt(review.request) {
+    if let Some(reason) = matching::exempt::from_webhooks(review.request) {
         review.explanation.record(|| Step::Exempt { phase: PHASE, reason: reason.into() });
         return Ok(());
     }
     let candidates = review.candidates(PHASE);
-    review.look_up_namespace(&candidates).await;
     let mut reinvocation = Reinvocation::default();
     let mut changed_in_round_0 = false;
     for round in 0..=1u8 {

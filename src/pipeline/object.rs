@@ -23,12 +23,11 @@ use std::cell::OnceCell;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::config::selector::Labels;
+use crate::config::selector::{self, Labels};
 use crate::patch::{ApplyError, Patch, Step};
 use snapshot::Snapshot;
 use text::Found;
@@ -45,6 +44,9 @@ pub(crate) struct ObjectState<'a> {
     labels: OnceCell<Option<Labels>>,
     /// Labels of the old object.
     old_labels: OnceCell<Option<Labels>>,
+    /// The old object as a tree, parsed once for whoever needs it first (the CEL `oldObject`
+    /// of matchConditions and of policies, the policies' selectors).
+    old_tree: OnceCell<Option<Value>>,
     /// The current object as a tree, once some stage needed it (`None` again when a patch
     /// changes the text).
     tree: Option<Value>,
@@ -95,17 +97,6 @@ const OPS_PER_LOOK: usize = 8;
 /// The longest a patch is applied before the other reviews on the thread get a turn.
 const SLICE: Duration = Duration::from_millis(1);
 
-#[derive(Deserialize)]
-struct MetadataOnly {
-    metadata: Option<LabelsOnly>,
-}
-
-#[derive(Deserialize)]
-struct LabelsOnly {
-    #[serde(default)]
-    labels: Option<Labels>,
-}
-
 impl<'a> ObjectState<'a> {
     pub(crate) fn new(received: Option<&'a RawValue>, old: Option<&'a RawValue>) -> Self {
         Self {
@@ -113,6 +104,7 @@ impl<'a> ObjectState<'a> {
             old,
             labels: OnceCell::new(),
             old_labels: OnceCell::new(),
+            old_tree: OnceCell::new(),
             tree: None,
             spliced: None,
             changed: false,
@@ -172,6 +164,12 @@ impl<'a> ObjectState<'a> {
     /// The old object's labels, on the same terms.
     pub(crate) fn old_labels(&self) -> Option<&Labels> {
         self.old_labels.get_or_init(|| labels_of(None, self.old.map(RawValue::get))).as_ref()
+    }
+
+    /// The old object as a tree, parsed on first use; `None` when there is none (or it does
+    /// not parse, which a decoded review rules out).
+    pub(crate) fn old_tree(&self) -> Option<&Value> {
+        self.old_tree.get_or_init(|| self.old.and_then(|raw| serde_json::from_str(raw.get()).ok())).as_ref()
     }
 
     /// The current object as a tree.
@@ -405,21 +403,12 @@ fn container_at(text: &str, segments: &[String]) -> Option<Option<Value>> {
 }
 
 /// Labels of an object given as a tree or JSON text, without building a tree from the text.
+/// The labels of the object held as a tree, else of its text (`config/selector.rs` reads both).
 fn labels_of(tree: Option<&Value>, raw: Option<&str>) -> Option<Labels> {
-    if let Some(tree) = tree {
-        let metadata = tree.get("metadata")?.as_object()?;
-        let labels = metadata.get("labels").and_then(Value::as_object);
-        return Some(
-            labels
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect(),
-        );
+    match tree {
+        Some(tree) => selector::labels_of(tree),
+        None => raw.filter(|raw| *raw != "null").and_then(selector::decoded_labels_of_text),
     }
-    let raw = raw.filter(|raw| *raw != "null")?;
-    let only: MetadataOnly = serde_json::from_str(raw).ok()?;
-    Some(only.metadata?.labels.unwrap_or_default())
 }
 
 fn kind_of(value: &Value) -> &'static str {

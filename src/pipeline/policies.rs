@@ -19,14 +19,13 @@ use super::conditions;
 use super::context::Review;
 use super::evaluations::{self, Unfinished};
 use super::matching::NamespaceLabels;
-use super::modes::{canary_bucket, CallMode, ShadowMode};
+use super::modes::{CallMode, ShadowMode};
 use super::observe;
 use super::outcome::{CallOutcome, CallRecord};
 use super::policy::{self, Attributes, Lookups, NoLookups, PolicyResult};
 use crate::cel::authorizer;
 use crate::cluster::params::Params;
 use crate::cluster::Cluster;
-use crate::config::mode::Mode;
 use crate::config::policy::{Param, Policies, Policy};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
@@ -41,8 +40,9 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
     let results = if policy::may_match(&policies, review.request) {
         evaluate(review, policies).await?
     } else {
-        // No policy's rules accept the request: every match ends before the object, the
-        // namespace or an expression is read, so none of them is fetched, parsed or evaluated.
+        // No candidate policy's rules accept the request: every match ends before the object,
+        // the namespace or an expression is read, so none of them is fetched, parsed or
+        // evaluated.
         let attributes = Attributes {
             review: review.request,
             object: None,
@@ -53,7 +53,7 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
         policy::evaluate(&policies, &attributes, &NoLookups)
     };
     if results.iter().any(|result| result.matched) {
-        if let Some(status) = namespace_failure(review.request, &review.namespace) {
+        if let Some(status) = review.namespace.for_policies(review.request) {
             // The API server fetches the namespace of a namespaced request for the first
             // binding that matches, and fails the request as it is when it cannot.
             return Err(status);
@@ -101,8 +101,7 @@ async fn evaluate(review: &mut Review<'_>, policies: Arc<Policies>) -> Result<Ve
         }
     }
     let namespace = namespace_object(review.request, &review.namespace);
-    let old_object: Option<Value> =
-        review.request.old_object().and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let old_object = review.object.old_tree().cloned();
     let object = review.object.tree().cloned();
     let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
     off_thread(review.cluster, owned, review.budget.deadline()).await
@@ -177,44 +176,10 @@ impl Lookups for Live<'_> {
     }
 }
 
-/// How `policy` is run for `request`: a canary is enforced for a stable share of objects.
+/// How `policy` is run for `request`: as a webhook of its mode, its canary bucket keyed by
+/// its name.
 fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
-    match policy.mode {
-        Mode::Enforce => CallMode::Enforce,
-        Mode::Warn => CallMode::Warn,
-        Mode::Shadow => CallMode::Shadow(ShadowMode::Shadow),
-        Mode::Canary(percent) if canary_bucket(&policy.name, request) < u64::from(percent) => {
-            CallMode::Canary
-        }
-        Mode::Canary(_) => CallMode::Shadow(ShadowMode::Canary),
-    }
-}
-
-/// The failure of a namespaced request whose namespace cannot be had (§3.5).
-fn namespace_failure(request: &IncomingReview, namespace: &NamespaceLabels) -> Option<Status> {
-    let name = &request.request.namespace;
-    match namespace {
-        // Not configured (outside cluster mode): the gateway cannot know the namespace, so
-        // `namespaceObject` is null and a namespaceSelector fails as the matcher says
-        // (docs/differences.md, "A policy's namespace outside cluster mode").
-        NamespaceLabels::Missing { live: false } => None,
-        NamespaceLabels::Missing { live: true } => Some(Status {
-            status: Some("Failure".into()),
-            message: Some(format!("namespaces {name:?} not found")),
-            reason: Some("NotFound".into()),
-            details: Some(json!({"name": name, "kind": "namespaces"})),
-            code: Some(404),
-            ..Status::default()
-        }),
-        NamespaceLabels::Unavailable(message) => Some(Status {
-            status: Some("Failure".into()),
-            message: Some(message.clone()),
-            reason: Some("InternalError".into()),
-            code: Some(500),
-            ..Status::default()
-        }),
-        NamespaceLabels::NotNeeded | NamespaceLabels::Found(_) => None,
-    }
+    CallMode::of_mode(policy.mode, &policy.name, request)
 }
 
 /// `namespaceObject` (§6.4): the request's Namespace as far as the gateway knows it — name and
@@ -280,31 +245,5 @@ impl Pending {
             };
             observe::policy_paired(policy, configuration, webhook, result, disagreement, request);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_namespace_is_the_api_servers_404() {
-        let body = json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u", "operation": "CREATE", "namespace": "team-a", "name": "web",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "userInfo": {"username": "alice"},
-            },
-        });
-        let request = crate::review::decode::review(body.to_string().as_bytes()).unwrap();
-        let status =
-            namespace_failure(&request, &NamespaceLabels::Missing { live: true }).expect("a failure");
-        assert_eq!(status.code, Some(404));
-        assert_eq!(status.message.as_deref(), Some(r#"namespaces "team-a" not found"#));
-        assert!(namespace_failure(&request, &NamespaceLabels::NotNeeded).is_none());
-        // Outside cluster mode an unconfigured namespace is unknown, not absent.
-        assert!(namespace_failure(&request, &NamespaceLabels::Missing { live: false }).is_none());
     }
 }

@@ -19,24 +19,21 @@ use serde_json::{json, Value};
 use crate::cel::{
     json_value, request_value, with_session, Activation, Evaluated, Failure, PhaseLimits, Session,
 };
-use crate::config::policy::{
-    Action, Binding, CompiledValidation, FailurePolicy, Param, Policies, Policy, STATIC_SUFFIX,
-};
-use crate::config::rules::RuleRequest;
+use crate::config::policy::{Action, Binding, CompiledValidation, FailurePolicy, Param, Policies, Policy};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 
 mod audit;
 mod decisions;
 mod denial;
-mod matching;
 mod params;
 #[cfg(test)]
 mod tests;
 
+use super::matching::resources::{self, Kind, Request};
+use super::matching::{exempt, rules};
 use audit::Annotations;
 use decisions::{apply, config_error, evaluate_binding};
-use matching::{Kind, Request};
 
 /// Evaluates every policy that has bindings against the request, in evaluation order.
 pub(crate) fn evaluate(
@@ -48,11 +45,17 @@ pub(crate) fn evaluate(
     let mut state = State::new();
     state.activation.deadline = attributes.deadline;
     let mut results = Vec::new();
-    for policy in policies.iter().filter(|p| !p.bindings.is_empty()) {
+    let mut candidates = candidates(policies, review).map(|(position, _)| position).peekable();
+    for (position, policy) in policies.iter().enumerate().filter(|(_, p)| !p.bindings.is_empty()) {
         let started = std::time::Instant::now();
         let mut result = PolicyResult::new(policy);
-        if let Some(why) = exempt(review, policy) {
+        let candidate = candidates.next_if_eq(&position).is_some();
+        if let Some(why) = exempt::from_policy(review, policy.is_static) {
             result.steps.push(format!("policy {:?} skipped: {why}", policy.name));
+        } else if !candidate {
+            // Its rules cannot match (the index says): `matchConstraints` would not match,
+            // whatever the object and the namespace.
+            result.steps.push(no_match(policy));
         } else {
             evaluate_policy(policies, policy, attributes, lookups, &mut state, &mut result);
         }
@@ -260,39 +263,7 @@ fn go_json<T: serde::Serialize>(value: &T) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exemptions and request state
-
-/// Exemptions: the authentication and authorization reviews for every policy; the admission policy
-/// resources for policies that are not static.
-fn exempt(review: &IncomingReview, policy: &Policy) -> Option<&'static str> {
-    let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
-    let is = |group: &str, resources: &[&str]| {
-        resource.group == group && resources.contains(&resource.resource.as_str())
-    };
-    if is("authentication.k8s.io", &["tokenreviews", "selfsubjectreviews"])
-        || is(
-            "authorization.k8s.io",
-            &[
-                "subjectaccessreviews",
-                "localsubjectaccessreviews",
-                "selfsubjectaccessreviews",
-                "selfsubjectrulesreviews",
-            ],
-        )
-    {
-        return Some("authentication and authorization reviews are never admitted by policies");
-    }
-    let admission = [
-        "validatingadmissionpolicies",
-        "validatingadmissionpolicybindings",
-        "mutatingadmissionpolicies",
-        "mutatingadmissionpolicybindings",
-    ];
-    if !policy.name.ends_with(STATIC_SUFFIX) && is("admissionregistration.k8s.io", &admission) {
-        return Some("admission policies and their bindings are exempt from policies that are not static");
-    }
-    None
-}
+// Request state
 
 /// What is made once per request and shared by every evaluation.
 struct State {
@@ -312,7 +283,7 @@ impl State {
             return;
         }
         self.activation.object = attributes.object.map(|o| json_value(Some(o)));
-        self.activation.old_object = attributes.old_object.map(|o| json_value(Some(o)));
+        self.activation.old_object = Some(super::conditions::old_object_value(attributes.old_object));
         // The same `request` as webhook matchConditions see (`conditions.rs`).
         self.activation.request = Some(request_value(&super::conditions::request(attributes.review)));
         self.activation.namespace_object = namespace_object(attributes).map(|n| json_value(Some(n)));
@@ -337,41 +308,46 @@ fn namespace_object<'a>(attributes: &Attributes<'a>) -> Option<&'a Value> {
 /// API server sets when it converted the object for the gateway).
 fn request_of<'a>(attributes: &Attributes<'a>) -> Request<'a> {
     let review = attributes.review;
-    let r = &review.request;
-    let resource = r.request_resource.as_ref().unwrap_or(review.resource());
-    let kind = r.request_kind.as_ref().unwrap_or(review.kind());
+    let rule = rules::as_requested(review);
+    let kind = review.request.request_kind.as_ref().unwrap_or(review.kind());
     Request {
-        rule: RuleRequest {
-            operation: review.operation(),
-            group: &resource.group,
-            version: &resource.version,
-            resource: &resource.resource,
-            subresource: r.request_sub_resource.as_deref().unwrap_or(&r.sub_resource),
-            namespace: &r.namespace,
-        },
-        kind: Kind {
-            group: &kind.group,
-            version: &kind.version,
-            kind: &kind.kind,
-            resource: &resource.resource,
-        },
-        name: &r.name,
+        rule,
+        kind: Kind { group: &kind.group, version: &kind.version, kind: &kind.kind, resource: rule.resource },
+        name: &review.request.name,
         object: attributes.object,
         old_object: attributes.old_object,
         namespace: attributes.namespace,
     }
 }
 
-/// Whether some policy's resource rules accept `review`: a necessary condition of any match
-/// that reads neither the object nor the namespace. When no policy passes it, nothing can match
-/// and [`evaluate`] without the object, its namespace or a thread of its own gives the same
-/// results.
+/// The policies whose `matchConstraints` may match `review`, with their positions, from the
+/// index by the resource as it was requested.
+fn candidates<'p>(
+    policies: &'p Policies,
+    review: &IncomingReview,
+) -> impl Iterator<Item = (usize, &'p Arc<Policy>)> {
+    let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
+    policies.candidates(&resource.group, &resource.resource)
+}
+
+/// The step of a policy whose `matchConstraints` do not match.
+fn no_match(policy: &Policy) -> String {
+    format!("policy {:?}: matchConstraints do not match the request", policy.name)
+}
+
+/// Whether some candidate policy that is not exempt has resource rules that accept `review`: a
+/// necessary condition of any match that reads neither the object nor the namespace. When no
+/// policy passes it, nothing can match and [`evaluate`] without the object, its namespace or a
+/// thread of its own gives the same results; so only then are they fetched.
 pub(crate) fn may_match(policies: &Policies, review: &IncomingReview) -> bool {
     let attributes = Attributes { review, object: None, old_object: None, namespace: None, deadline: None };
     let request = request_of(&attributes);
-    policies.iter().filter(|p| !p.bindings.is_empty()).any(|policy| match &policy.match_constraints {
-        None => true,
-        Some(constraints) => matching::rules_accept(constraints, &request, policies.equivalence()),
+    candidates(policies, review).any(|(_, policy)| {
+        exempt::from_policy(review, policy.is_static).is_none()
+            && match &policy.match_constraints {
+                None => true,
+                Some(constraints) => resources::rules_accept(constraints, &request, policies.equivalence()),
+            }
     })
 }
 
@@ -414,9 +390,9 @@ fn evaluate_policy(
         config_error(policy, None, "policy contained no match constraints, a required field", review, result);
         return;
     };
-    let matched = match matching::matches(constraints, &request, equivalence) {
+    let matched = match resources::matches(constraints, &request, equivalence) {
         Ok(None) => {
-            result.steps.push(format!("policy {:?}: matchConstraints do not match the request", policy.name));
+            result.steps.push(no_match(policy));
             return;
         }
         Ok(Some(matched)) => matched,
@@ -429,8 +405,8 @@ fn evaluate_policy(
     let mut annotations = Annotations::default();
     for binding in &policy.bindings {
         // The binding's matchResources narrow the policy's.
-        if let Some(resources) = &binding.match_resources {
-            match matching::matches(resources, &request, equivalence) {
+        if let Some(narrowing) = &binding.match_resources {
+            match resources::matches(narrowing, &request, equivalence) {
                 Ok(None) => {
                     result
                         .steps

@@ -22,12 +22,11 @@ use crate::review::Status;
 const PHASE: Phase = Phase::Validating;
 
 pub(crate) async fn fan_out(review: &mut Review<'_>) -> Result<(), Status> {
-    if let Some(reason) = matching::exempt(review.request) {
+    if let Some(reason) = matching::exempt::from_webhooks(review.request) {
         review.explanation.record(|| Step::Exempt { phase: PHASE, reason: reason.into() });
         return Ok(());
     }
     let candidates = review.candidates(PHASE);
-    review.look_up_namespace(&candidates).await;
     let mut matched: Vec<&Arc<Hook>> = Vec::new();
     let mut shadowed = Vec::new();
     for hook in candidates {

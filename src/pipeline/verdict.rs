@@ -76,17 +76,16 @@ fn bad_request(message: &str) -> Status {
     }
 }
 
-/// A namespaceSelector needed the labels of a namespace the gateway does not know (§4.3): the
-/// API server's 404, with a sentence naming the webhook and what to do.
-pub(crate) fn namespace_not_found(name: &str, hook_name: &str, live: bool) -> Status {
-    // With live namespaces the words are the API server's; from configured ones, the message
-    // says what to add.
-    let message = if live {
-        format!("namespaces {name:?} not found")
-    } else {
-        format!(
+/// The API server's 404 for a request whose namespace does not exist (§4.3; for policies,
+/// §3.5). `configured_for`: the webhook whose namespaceSelector needed the labels when the
+/// gateway knows only the configured namespaces, whom the message then names with what to do;
+/// with live namespaces the words are the API server's.
+pub(crate) fn namespace_not_found(name: &str, configured_for: Option<&str>) -> Status {
+    let message = match configured_for {
+        None => format!("namespaces {name:?} not found"),
+        Some(hook_name) => format!(
             "namespaces {name:?} not found (admission-gateway: webhook {hook_name:?} has a namespaceSelector, and the gateway's configuration lists no Namespace {name:?}: add it as a v1 Namespace object with its labels, or run with --kube)"
-        )
+        ),
     };
     Status {
         status: Some("Failure".into()),
@@ -95,6 +94,19 @@ pub(crate) fn namespace_not_found(name: &str, hook_name: &str, live: bool) -> St
         details: Some(json!({"name": name, "kind": "namespaces"})),
         code: Some(404),
         metadata: None,
+    }
+}
+
+/// The API server could not be asked for the request's namespace, as the policies' dispatcher
+/// returns the error (k8s.io/apiserver `pkg/admission/plugin/policy/validating/dispatcher.go`):
+/// 500, the error's text as it is. (The webhooks' matcher wraps it: [`internal_error`].)
+pub(crate) fn namespace_unavailable(message: &str) -> Status {
+    Status {
+        status: Some("Failure".into()),
+        message: Some(message.to_owned()),
+        reason: Some("InternalError".into()),
+        code: Some(500),
+        ..Status::default()
     }
 }
 

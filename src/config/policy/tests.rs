@@ -419,3 +419,80 @@ fn compiled_policies_can_be_shared_between_threads() {
     fn shared<T: Send + Sync>() {}
     shared::<Policies>();
 }
+
+/// The names of the candidate policies for a request on `resource` of `group`.
+fn candidates(policies: &Policies, group: &str, resource: &str) -> Vec<String> {
+    policies.candidates(group, resource).map(|(_, policy)| policy.name.clone()).collect()
+}
+
+/// `matchConstraints` of one rule: `groups`/`versions`/`resources` for CREATE, under `policy`.
+fn constraints(groups: &[&str], versions: &[&str], resources: &[&str], policy: &str) -> Value {
+    json!({"matchPolicy": policy, "resourceRules": [{"operations": ["CREATE"], "apiGroups": groups,
+        "apiVersions": versions, "resources": resources}]})
+}
+
+#[test]
+fn the_index_makes_candidates_of_the_policies_whose_rules_can_match_a_resource() {
+    let spec = |constraints: Value| json!({"matchConstraints": constraints, "validations": [{"expression": "true"}]});
+    let named = [
+        ("pods", spec(constraints(&[""], &["v1"], &["pods/*"], "Exact"))),
+        ("any-resource-of-apps", spec(constraints(&["apps"], &["*"], &["*"], "Exact"))),
+        ("any-group-deployments", spec(constraints(&["*"], &["*"], &["deployments"], "Exact"))),
+        (
+            "extensions-equivalent",
+            spec(constraints(&["extensions"], &["v1beta1"], &["deployments"], "Equivalent")),
+        ),
+        ("extensions-exact", spec(constraints(&["extensions"], &["v1beta1"], &["deployments"], "Exact"))),
+        ("extensions-all-equivalent", spec(constraints(&["extensions"], &["*"], &["*"], "Equivalent"))),
+        // Refused at load, and still evaluated as upstream would: a configuration error for
+        // every request.
+        ("no-constraints", json!({"validations": [{"expression": "true"}]})),
+        // An exclusion's Equivalent search can fail a request, so it counts.
+        (
+            "excludes-apps-deployments",
+            spec(json!({"matchPolicy": "Equivalent",
+                "resourceRules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+                "excludeResourceRules": [{"operations": ["*"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/*"]}]})),
+        ),
+    ];
+    // A policy without bindings is never evaluated, so never a candidate.
+    let unbound = policy("unbound", spec(constraints(&["*"], &["*"], &["*"], "Exact")));
+    let policies = named.iter().map(|(name, spec)| policy(name, spec.clone())).chain([unbound]).collect();
+    let bindings = named
+        .iter()
+        .map(|(name, _)| {
+            binding(&format!("{name}-binding"), json!({"policyName": name, "validationActions": ["Deny"]}))
+        })
+        .collect();
+    let (policies, _problems) = compile(policies, bindings, vec![]);
+
+    assert_eq!(candidates(&policies, "", "pods"), ["no-constraints", "pods"]);
+    assert_eq!(candidates(&policies, "", "configmaps"), ["excludes-apps-deployments", "no-constraints"]);
+    assert_eq!(
+        candidates(&policies, "apps", "deployments"),
+        [
+            "any-group-deployments",
+            "any-resource-of-apps",
+            "excludes-apps-deployments",
+            "extensions-all-equivalent",
+            "extensions-equivalent",
+            "no-constraints"
+        ]
+    );
+    assert_eq!(
+        candidates(&policies, "extensions", "deployments"),
+        [
+            "any-group-deployments",
+            "excludes-apps-deployments",
+            "extensions-all-equivalent",
+            "extensions-equivalent",
+            "extensions-exact",
+            "no-constraints"
+        ]
+    );
+    assert_eq!(
+        candidates(&policies, "apps", "replicasets"),
+        ["any-resource-of-apps", "extensions-all-equivalent", "no-constraints"]
+    );
+    assert_eq!(candidates(&policies, "batch", "jobs"), ["no-constraints"]);
+}

@@ -590,7 +590,6 @@ fn evaluation_is_bounded_by_size() {
         matches!(eval_within(&[("a", doubling)], small), Outcome::Error { message, .. } if message.ends_with(EXPRESSION_BUDGET))
     );
     // ... and a call that would build something huge is charged before it runs.
-    let started = std::time::Instant::now();
     let blowup = "'x'.replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').replace('', 'yyyyyyyyyyyyyyyyyyyy').size() > 0";
     assert!(
         matches!(eval(&[("a", blowup)]), Outcome::Error { message, .. } if message.ends_with(EXPRESSION_BUDGET))
@@ -610,7 +609,8 @@ fn evaluation_is_bounded_by_size() {
             "{expression}"
         );
     }
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    // Bounded by cost, not by a clock: no timing is asserted here (the load test and benches
+    // measure speed), the outcomes above show each evaluation was stopped by its budget.
 }
 
 #[test]

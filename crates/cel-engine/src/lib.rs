@@ -17,6 +17,7 @@ pub mod eval;
 pub mod func;
 mod go;
 pub mod library;
+pub mod mutation;
 pub mod value;
 
 pub use compile::{compile, Declarations, Program};

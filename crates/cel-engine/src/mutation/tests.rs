@@ -148,6 +148,20 @@ fn json_patch_fields_are_typed_by_the_resolver() {
     assert_eq!(checked("Object{spec: 1}.spec"), Ok(CheckedType::Dyn));
     assert_eq!(checked("JSONPatch{foo: dyn('x')}"), Ok(CheckedType::Struct("JSONPatch".into())));
     assert_eq!(checked("JSONPatch{}.foo").map(|t| t.display()), Ok(String::new()));
+    // That nil type is exactly no type, not even itself (cel-go `Type.IsExactType`).
+    assert_eq!(
+        refused("JSONPatch{}.foo == JSONPatch{}.bar", &env),
+        vec!["found no matching overload for '_==_' applied to '(, )'"]
+    );
+    assert_eq!(
+        refused("JSONPatch{}.foo == 'a'", &env),
+        vec!["found no matching overload for '_==_' applied to '(, string)'"]
+    );
+    assert_eq!(checked("JSONPatch{}.foo == dyn('a')"), Ok(CheckedType::Bool));
+    // The homogeneous-literal validator starts over at an element without a type.
+    assert_eq!(checked("[JSONPatch{}.foo, JSONPatch{}.bar, 1]"), Ok(CheckedType::list(CheckedType::Dyn)));
+    assert_eq!(refused("[1, JSONPatch{}.foo]", &env), vec!["expected type 'int' but found ''"]);
+    assert_eq!(refused("{'a': JSONPatch{}.foo, 'b': 1}", &env), vec!["expected type '' but found 'int'"]);
     assert_eq!(
         checked("Object.spec.containers{name: 'c', image: 1, ports: [80]}"),
         Ok(CheckedType::Struct("Object.spec.containers".into()))

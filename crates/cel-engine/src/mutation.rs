@@ -8,7 +8,7 @@
 //! - checking: [`TypeEnv::with_mutation`](crate::check::TypeEnv::with_mutation) declares the
 //!   types of the type resolver (`pkg/cel/mutation/typeresolver.go`) and `jsonpatch.escapeKey`;
 //! - evaluating: [`register`] adds `jsonpatch.escapeKey` to a [`Registry`] and lets
-//!   [`compile`](crate::compile) build the types' literals.
+//!   [`compile`](crate::compile()) build the types' literals.
 //!
 //! The types:
 //! - `JSONPatch{op, path, from, value}` (`pkg/cel/mutation/jsonpatch.go`): `op`, `path`,

@@ -269,7 +269,8 @@ enum Target {
 
 /// The value of an ApplyConfiguration mutation (a checked `Object`) as the object upstream
 /// merges (`applyConfigPatcher.Patch`): its type names checked (`type mismatch: …`), then its
-/// fields as JSON ([`object_json`]; `null` kept, for the schema to refuse).
+/// fields as JSON (each field's Go value, objects in it likewise; `null` kept, for the schema
+/// to refuse).
 pub fn apply_configuration(value: &Value) -> Result<Json, MutationError> {
     let Some(object) = dyn_object(value) else {
         return Err(MutationError::Error(format!(

@@ -195,7 +195,8 @@ impl Object for DynObject {
         OBJECT
     }
 
-    /// `ObjectVal.Equal`: the same type, and fields `reflect.DeepEqual` ([`deep_equal`]).
+    /// `ObjectVal.Equal`: the same type, and fields `reflect.DeepEqual` (numbers of
+    /// different types differ; a list equals only itself; maps by content).
     fn equals(&self, other: &dyn Object) -> bool {
         let Some(o) = other.as_any().downcast_ref::<DynObject>() else { return false };
         self.type_name == o.type_name && fields_deep_equal(&self.fields, &o.fields)

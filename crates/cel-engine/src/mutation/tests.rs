@@ -133,6 +133,12 @@ fn json_patch_fields_are_typed_by_the_resolver() {
         vec!["expected type of field 'from' is 'string' but provided type is 'bytes'"]
     );
     assert_eq!(refused("Invalid{}", &env), vec!["undeclared reference to 'Invalid' (in container '')"]);
+    // `Object` and names under it; not names that only start alike.
+    assert_eq!(refused("ObjectMeta{}", &env), vec!["undeclared reference to 'ObjectMeta' (in container '')"]);
+    assert_eq!(
+        refused("JSONPatch.op{}", &env),
+        vec!["undeclared reference to 'JSONPatch.op' (in container '')"]
+    );
     assert_eq!(
         refused(r#"JSONPatch{op: "add", value: Invalid{}}"#, &env),
         vec!["undeclared reference to 'Invalid' (in container '')"]
@@ -162,6 +168,10 @@ fn json_patch_fields_are_typed_by_the_resolver() {
     assert_eq!(checked("[JSONPatch{}.foo, JSONPatch{}.bar, 1]"), Ok(CheckedType::list(CheckedType::Dyn)));
     assert_eq!(refused("[1, JSONPatch{}.foo]", &env), vec!["expected type 'int' but found ''"]);
     assert_eq!(refused("{'a': JSONPatch{}.foo, 'b': 1}", &env), vec!["expected type '' but found 'int'"]);
+    assert_eq!(
+        refused("{'a': JSONPatch{}.foo, 'b': JSONPatch{}.bar}", &env),
+        vec!["expected type '' but found ''"]
+    );
     assert_eq!(
         checked("Object.spec.containers{name: 'c', image: 1, ports: [80]}"),
         Ok(CheckedType::Struct("Object.spec.containers".into()))
@@ -259,7 +269,8 @@ fn json_patch_values_convert_as_protobuf_values() {
     assert_eq!(value("true"), Ok(json!(true)));
     assert_eq!(value("null"), Ok(json!(null)));
     assert_eq!(value("'s'"), Ok(json!("s")));
-    assert_eq!(value("b'\\x00\\xffab'"), Ok(json!("AP9hYg==")));
+    assert_eq!(value("b'\\x00\\xffab\\xfb'"), Ok(json!("AP9hYvs=")));
+    assert_eq!(value("b'\\xfb\\xff'"), Ok(json!("+/8=")));
     assert_eq!(value("duration('1h')"), Ok(json!("3600s")));
     assert_eq!(value("duration('1.5s')"), Ok(json!("1.5s")));
     assert_eq!(value("timestamp('2024-01-02T03:04:05.120Z')"), Ok(json!("2024-01-02T03:04:05.12Z")));

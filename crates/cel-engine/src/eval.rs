@@ -851,7 +851,9 @@ fn list_index(index: &Value) -> Result<i64> {
 /// values by their type.
 fn go_value_text(v: &Value) -> String {
     match v {
-        Value::Null => "NULL_VALUE".into(),
+        // `types.Null` is an int32 without a `String` method; `types.Bytes` a byte slice.
+        Value::Null => "0".into(),
+        Value::Bytes(b) => format!("[{}]", b.iter().map(u8::to_string).collect::<Vec<_>>().join(" ")),
         Value::String(s) => s.to_string(),
         Value::Double(d) => crate::library::standard::go_format_float(*d),
         Value::Bool(_) | Value::Int(_) | Value::Uint(_) => scalar_text(v),

@@ -207,6 +207,18 @@ fn json_patch_fields_are_checked_when_built() {
         eval("JSONPatch{?op: dyn('add')}"),
         Err("cannot initialize optional entry 'op' from non-optional value add".into())
     );
+    assert_eq!(
+        eval("Object{?a: dyn(null)}"),
+        Err("cannot initialize optional entry 'a' from non-optional value 0".into())
+    );
+    assert_eq!(
+        eval("Object{?a: dyn(b'ab')}"),
+        Err("cannot initialize optional entry 'a' from non-optional value [97 98]".into())
+    );
+    assert_eq!(
+        eval("Object{?a: dyn(1e6)}"),
+        Err("cannot initialize optional entry 'a' from non-optional value 1e+06".into())
+    );
     // A field's value fails first.
     assert_eq!(eval("JSONPatch{op: 'a', value: 1 / 0}"), Err("division by zero".into()));
 }

@@ -23,7 +23,10 @@
 //! authorizer; a policy's validations, matchConditions, auditAnnotations and variables have
 //! `params` when it has a paramKind, the authorizer, and `variables`
 //! ([`TypeEnv::composited_variable`] for each earlier variable); its messageExpressions
-//! have no authorizer (k8s `validating/plugin.go`).
+//! have no authorizer (k8s `validating/plugin.go`). A MutatingAdmissionPolicy's mutations
+//! have, besides, the patch types and `jsonpatch.escapeKey` ([`TypeEnv::with_mutation`]) and
+//! their own result check ([`crate::mutation::check_mutation`]); its matchConditions and
+//! variables do not.
 
 use std::collections::HashMap;
 

@@ -146,7 +146,24 @@ impl Compiler<'_> {
                 self.pop(1);
                 Ok(Node::fold(range, var1, var2, accu, init, cond?, step?, result?))
             }
-            Expr::Struct(s) => Err(format!("unknown type '{}'", s.type_name)),
+            Expr::Struct(s) => {
+                let name = s.type_name.strip_prefix('.').unwrap_or(&s.type_name);
+                let kind = match self.registry.has_mutation_types() {
+                    true => crate::mutation::Kind::of(name),
+                    false => None,
+                };
+                let Some(kind) = kind else { return Err(format!("unknown type '{}'", s.type_name)) };
+                let mut fields = Vec::with_capacity(s.entries.len());
+                for entry in &s.entries {
+                    match &entry.expr {
+                        EntryExpr::StructField(f) => {
+                            fields.push((Arc::from(f.field.as_str()), self.expr(&f.value)?, f.optional))
+                        }
+                        EntryExpr::MapEntry(_) => return Err("map entries in a struct literal".into()),
+                    }
+                }
+                Ok(Node::Struct { kind, fields })
+            }
             Expr::Unspecified => Err("unspecified expression".into()),
         }
     }

@@ -23,6 +23,7 @@ pub const INTERRUPT_CHECK_FREQUENCY: u32 = 100;
 
 const LIST_CREATE_COST: u64 = 10;
 const MAP_CREATE_COST: u64 = 30;
+const STRUCT_CREATE_COST: u64 = 40;
 
 /// The cost spent so far, the limit, and the caller's deadline.
 #[derive(Debug)]
@@ -147,6 +148,11 @@ pub(crate) enum Node {
     },
     Map {
         entries: Vec<(Node, Node, bool)>,
+    },
+    /// A `JSONPatch{…}` or `Object…{…}` literal: its fields (name, value, optional) in order.
+    Struct {
+        kind: crate::mutation::Kind,
+        fields: Vec<(Arc<str>, Node, bool)>,
     },
     Fold(Box<Fold>),
     Comprehension {
@@ -417,6 +423,14 @@ impl Frame<'_> {
                 self.meter.charge(MAP_CREATE_COST)?;
                 Ok(Value::map(map))
             }
+            Node::Struct { kind, fields } => {
+                let built = self.build_struct(kind, fields);
+                // cel-go's cost observer charges the literal whatever it evaluated to.
+                if !matches!(&built, Err(e) if e.is_fatal()) {
+                    self.meter.charge(STRUCT_CREATE_COST)?;
+                }
+                built
+            }
             Node::Fold(fold) => self.fold(fold),
             Node::Comprehension { kind, range, var1, var2, filter, body } => {
                 let range = self.eval(range)?;
@@ -473,6 +487,38 @@ impl Frame<'_> {
                 Ok(Value::list(keyed.into_iter().map(|(_, v)| v).collect()))
             }
         }
+    }
+
+    /// cel-go's `evalObj`: the fields in order (an optional field without a value removes
+    /// the field), then the type provider's value of them.
+    fn build_struct(
+        &mut self,
+        kind: &crate::mutation::Kind,
+        fields: &[(Arc<str>, Node, bool)],
+    ) -> Result<Value> {
+        let mut values: indexmap::IndexMap<Arc<str>, Value> = indexmap::IndexMap::with_capacity(fields.len());
+        for (name, node, optional) in fields {
+            let value = self.eval(node)?;
+            if !*optional {
+                values.insert(name.clone(), value);
+                continue;
+            }
+            match value {
+                Value::Optional(Some(v)) => {
+                    values.insert(name.clone(), (*v).clone());
+                }
+                Value::Optional(None) => {
+                    values.shift_remove(name);
+                }
+                other => {
+                    return Err(Error::new(format!(
+                        "cannot initialize optional entry '{name}' from non-optional value {}",
+                        go_value_text(&other)
+                    )))
+                }
+            }
+        }
+        kind.build(values)
     }
 
     fn fold(&mut self, fold: &Fold) -> Result<Value> {
@@ -717,7 +763,7 @@ fn sort_keyed(keyed: &mut [(Value, Value)]) -> Result<()> {
 fn select(operand: &Value, field: &str) -> Result<Value> {
     match operand {
         Value::Map(map) => map.get(&Key::str(field)).cloned().ok_or_else(|| Error::no_such_key(field)),
-        Value::Object(object) => object.field(field).ok_or_else(|| Error::no_such_key(field)),
+        Value::Object(object) => object.select(field),
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(v)) => opt_select(v, field),
         _ => Err(Error::no_such_key(field)),
@@ -729,6 +775,7 @@ fn select(operand: &Value, field: &str) -> Result<Value> {
 fn select_test(operand: &Value, field: &str) -> Result<Value> {
     match operand {
         Value::Map(map) => Ok(Value::Bool(map.contains_key(&Key::str(field)))),
+        Value::Object(object) => object.has(field).map(Value::Bool),
         Value::Null => Ok(Value::Bool(false)),
         Value::Optional(None) => Ok(Value::Bool(false)),
         Value::Optional(Some(v)) => select_test(v, field),
@@ -740,6 +787,10 @@ fn select_test(operand: &Value, field: &str) -> Result<Value> {
 fn opt_select(operand: &Value, field: &str) -> Result<Value> {
     match operand {
         Value::Map(map) => Ok(Value::Optional(map.get(&Key::str(field)).cloned().map(Arc::new))),
+        Value::Object(object) => match object.has(field)? {
+            true => Ok(Value::Optional(Some(Arc::new(object.select(field)?)))),
+            false => Ok(Value::Optional(None)),
+        },
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(v)) => opt_select(v, field),
         _ => Err(Error::no_such_key(field)),
@@ -793,6 +844,20 @@ fn list_index(index: &Value) -> Result<i64> {
         Value::Double(d) if d.fract() == 0.0 && d.is_finite() => Ok(*d as i64),
         Value::Double(d) => Err(Error::new(format!("unsupported index value {d} in list"))),
         _ => Err(Error::no_such_overload()),
+    }
+}
+
+/// Go's `%v` of a `ref.Val` (`types.NewErr`'s texts): scalars as Go prints them; other
+/// values by their type.
+fn go_value_text(v: &Value) -> String {
+    match v {
+        // `types.Null` is an int32 without a `String` method; `types.Bytes` a byte slice.
+        Value::Null => "0".into(),
+        Value::Bytes(b) => format!("[{}]", b.iter().map(u8::to_string).collect::<Vec<_>>().join(" ")),
+        Value::String(s) => s.to_string(),
+        Value::Double(d) => crate::library::standard::go_format_float(*d),
+        Value::Bool(_) | Value::Int(_) | Value::Uint(_) => scalar_text(v),
+        other => other.type_name().to_owned(),
     }
 }
 

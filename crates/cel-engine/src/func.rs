@@ -92,10 +92,12 @@ struct Signature {
     arity: usize,
 }
 
-/// Every function of an environment.
+/// Every function of an environment (and whether it builds the literals of a mutation's
+/// types, [`crate::mutation::register`]).
 #[derive(Clone, Default)]
 pub struct Registry {
     overloads: HashMap<Signature, Arc<[Overload]>>,
+    pub(crate) mutation_types: bool,
 }
 
 /// The overloads a call site resolved to at compile time.
@@ -132,6 +134,12 @@ impl Registry {
             .iter()
             .find(|(s, _)| s.style == style && s.arity == arity && s.name == name)
             .map(|(_, o)| o.clone())
+    }
+
+    /// Whether the environment builds `JSONPatch{…}` and `Object…{…}` literals
+    /// ([`crate::mutation::register`]).
+    pub fn has_mutation_types(&self) -> bool {
+        self.mutation_types
     }
 
     /// Whether any overload of `name` exists, in any style.

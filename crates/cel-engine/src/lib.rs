@@ -9,6 +9,10 @@
 //! - The parser is the `cel` crate's (`crates/cel-parser`: its ANTLR grammar and macro
 //!   expansion, with each node's source offset for the checker's error positions); compilation
 //!   ([`compile`]) resolves names and functions once, and evaluation is this crate's own.
+//! - A MutatingAdmissionPolicy's mutations ([`mutation`], opt-in per environment): the
+//!   `JSONPatch` and `Object…` types and `jsonpatch.escapeKey`, the result-type check of a
+//!   mutation, and the conversion of its value to the JSON Patch or the object upstream's
+//!   patchers apply.
 
 pub mod check;
 pub mod compile;
@@ -17,6 +21,7 @@ pub mod eval;
 pub mod func;
 mod go;
 pub mod library;
+pub mod mutation;
 pub mod value;
 
 pub use compile::{compile, Declarations, Program};

@@ -56,6 +56,25 @@ pub trait Object: Send + Sync + fmt::Debug + 'static {
         let _ = name;
         None
     }
+    /// `value.name`: the field, or the error of the selection (`no such key: <name>` for a
+    /// field [`Object::field`] does not give).
+    fn select(&self, name: &str) -> Result<Value, Error> {
+        self.field(name).ok_or_else(|| Error::no_such_key(name))
+    }
+    /// `has(value.name)` (and whether `value.?name` has a value): by default an error, as for
+    /// a value that is neither a map nor a message.
+    fn has(&self, name: &str) -> Result<bool, Error> {
+        Err(Error::no_such_key(name))
+    }
+    /// cel-go's `traits.Zeroer` (`optional.ofNonZeroValue`): by default no zero value.
+    fn is_zero(&self) -> bool {
+        false
+    }
+    /// The value's type (`type(value)`), when it is not named [`Object::type_name`] (a type
+    /// whose name is not static: `Object.spec`).
+    fn runtime_type(&self) -> Type {
+        Type::Named(Arc::from(self.type_name()))
+    }
 }
 
 /// A CEL type, as `type(x)` returns it and as type identifiers (`int`, `string`) denote it.
@@ -153,7 +172,7 @@ impl Value {
             Value::Timestamp(_) => Type::Timestamp,
             Value::Type(_) => Type::Type,
             Value::Optional(_) => Type::Optional,
-            Value::Object(o) => Type::Named(Arc::from(o.type_name())),
+            Value::Object(o) => o.runtime_type(),
         }
     }
 

@@ -304,17 +304,27 @@ impl<'a> Checker<'a> {
     }
 
     fn lookup_field(&mut self, id: u64, object: &str, field: &str) -> Option<CheckedType> {
-        let Some(fields) = self.env.objects.get(object) else {
+        let Some(field_type) = self.env.field_type(object, field) else {
             self.error(id, format!("unexpected failed resolution of '{object}'"));
             return None;
         };
-        match fields.get(field) {
-            Some(t) => Some(t.clone()),
+        match field_type {
+            Some(t) => Some(t),
             None => {
                 self.error(id, format!("undefined field '{field}'"));
                 None
             }
         }
+    }
+
+    /// The overloads of the function `name` the environment declares: every library of the
+    /// base environment, and the `jsonpatch` library in a mutation's.
+    fn overloads(&self, name: &str) -> Option<&'static [decls::Overload]> {
+        let found = decls::functions().get(name).or_else(|| match self.env.mutation {
+            true => decls::mutation_functions().get(name),
+            false => None,
+        });
+        found.map(Vec::as_slice)
     }
 
     fn check_select_field(
@@ -359,9 +369,8 @@ impl<'a> Checker<'a> {
         for a in &call.args {
             self.check(a);
         }
-        let functions = decls::functions();
         let Some(target) = call.target.as_deref() else {
-            match functions.get(name) {
+            match self.overloads(name) {
                 Some(_) => self.resolve_overload_or_error(e, name, None, &call.args),
                 None => {
                     self.error(e.id, undeclared(name));
@@ -372,13 +381,13 @@ impl<'a> Checker<'a> {
         };
         if let Some(prefix) = qualified_name(target) {
             let qualified = format!("{prefix}.{name}");
-            if functions.contains_key(&qualified) {
+            if self.overloads(&qualified).is_some() {
                 self.resolve_overload_or_error(e, &qualified, None, &call.args);
                 return;
             }
         }
         self.check(target);
-        if functions.contains_key(name) {
+        if self.overloads(name).is_some() {
             self.resolve_overload_or_error(e, name, Some(target), &call.args);
             return;
         }
@@ -435,7 +444,7 @@ impl<'a> Checker<'a> {
         }
         arg_types.extend(args.iter().map(|a| self.get_type(a)));
         let mut result: Option<CheckedType> = None;
-        for overload in &decls::functions()[name] {
+        for overload in self.overloads(name).unwrap_or_default() {
             if overload.member != target.is_some() {
                 continue;
             }
@@ -491,9 +500,7 @@ impl<'a> Checker<'a> {
     fn check_struct(&mut self, e: &IdedExpr, type_name: &str, entries: &[cel_parser::ast::IdedEntryExpr]) {
         let name = type_name.strip_prefix('.').unwrap_or(type_name);
         let resolved = decls::type_identifier(name).or_else(|| {
-            self.env
-                .objects
-                .contains_key(name)
+            (self.env.objects.contains_key(name) || self.env.resolves(name))
                 .then(|| CheckedType::type_of(CheckedType::Struct(name.to_owned())))
         });
         let Some(CheckedType::Type(Some(inner))) = resolved else {

@@ -366,6 +366,11 @@ fn build() -> HashMap<String, Vec<Overload>> {
     for n in FORMAT_NAMES {
         text.push_str(&format!("format.{n} () -> kubernetes.NamedFormat\n"));
     }
+    table(&text)
+}
+
+/// The table of the declarations `text` holds, one a line.
+fn table(text: &str) -> HashMap<String, Vec<Overload>> {
     let mut table: HashMap<String, Vec<Overload>> = HashMap::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let (name, sig) = line.split_once(' ').expect("a declaration line");
@@ -373,6 +378,18 @@ fn build() -> HashMap<String, Vec<Overload>> {
         table.entry(name.to_owned()).or_default().push(overload);
     }
     table
+}
+
+/// The functions only a mutation's environment declares (k8s `pkg/cel/library/jsonpatch.go`,
+/// added with the patch types by `pkg/admission/plugin/cel/compile.go`).
+const JSONPATCH: &str = "
+jsonpatch.escapeKey (string) -> string
+";
+
+/// The function table of the mutation environment's own libraries.
+pub fn mutation_functions() -> &'static HashMap<String, Vec<Overload>> {
+    static TABLE: OnceLock<HashMap<String, Vec<Overload>>> = OnceLock::new();
+    TABLE.get_or_init(|| table(JSONPATCH))
 }
 
 /// The identifiers that name types (cel-go's `stdTypes` and the types the libraries register).

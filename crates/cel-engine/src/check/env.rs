@@ -1,6 +1,7 @@
 //! The variables and object types an expression is checked against: the admission
 //! environment of k8s `pkg/admission/plugin/cel/compile.go` (`BuildRequestType`,
-//! `BuildNamespaceType`, `createEnvForOpts`) and the composited `variables`.
+//! `BuildNamespaceType`, `createEnvForOpts`), the composited `variables`, and the patch types
+//! of a mutation (`hasPatchTypes`, [`TypeEnv::with_mutation`]).
 
 use std::collections::HashMap;
 
@@ -13,6 +14,8 @@ use super::variable_type;
 pub struct TypeEnv {
     pub(super) variables: HashMap<String, CheckedType>,
     pub(super) objects: HashMap<String, HashMap<String, CheckedType>>,
+    /// The mutation environment's type resolver and `jsonpatch` library are declared.
+    pub(super) mutation: bool,
 }
 
 /// The name of the object type of `variables` (k8s `composition.go`).
@@ -152,6 +155,31 @@ impl TypeEnv {
         self
     }
 
+    /// Declares what k8s `pkg/admission/plugin/cel/compile.go` adds for a
+    /// MutatingAdmissionPolicy's mutations (`hasPatchTypes`, never for its matchConditions or
+    /// variables): the type resolver of `pkg/cel/mutation/typeresolver.go` (`JSONPatch`, and
+    /// `Object` and every `Object.<field>…` name, see [`crate::mutation`]) and the
+    /// `jsonpatch.escapeKey` function of `pkg/cel/library/jsonpatch.go`.
+    pub fn with_mutation(&mut self) -> &mut TypeEnv {
+        self.mutation = true;
+        self
+    }
+
+    /// Whether the mutation environment's type resolver resolves `name` here.
+    pub(super) fn resolves(&self, name: &str) -> bool {
+        self.mutation && crate::mutation::is_patch_type(name)
+    }
+
+    /// The field types of an object type this environment declares (`None` for a name it
+    /// does not know): a declared object's fields; for a type of the mutation resolver, the
+    /// type its `Field` gives any name.
+    pub(super) fn field_type(&self, object: &str, field: &str) -> Option<Option<CheckedType>> {
+        if self.resolves(object) {
+            return Some(Some(crate::mutation::field_type(object, field)));
+        }
+        self.objects.get(object).map(|fields| fields.get(field).cloned())
+    }
+
     /// Whether a reference to the type name `name` fails the program (`reference to
     /// undefined type`): the object types declared here (Kubernetes' `DeclType`s resolve as
     /// type names in the checker, not in the runtime's type provider) and some protobuf
@@ -159,7 +187,7 @@ impl TypeEnv {
     pub(super) fn undefined_at_runtime(&self, name: &str) -> bool {
         let name = name.strip_prefix('.').unwrap_or(name);
         !self.variables.contains_key(name)
-            && (self.objects.contains_key(name) || decls::undefined_at_runtime(name))
+            && (self.objects.contains_key(name) || decls::undefined_at_runtime(name) || self.resolves(name))
     }
 
     pub(super) fn global(&self, name: &str) -> Option<CheckedType> {
@@ -170,7 +198,7 @@ impl TypeEnv {
         if let Some(t) = decls::type_identifier(name) {
             return Some(t);
         }
-        if self.objects.contains_key(name) {
+        if self.objects.contains_key(name) || self.resolves(name) {
             return Some(CheckedType::type_of(CheckedType::Struct(name.to_owned())));
         }
         None

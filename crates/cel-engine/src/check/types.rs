@@ -30,6 +30,11 @@ pub enum CheckedType {
     Opaque(String, Vec<CheckedType>),
     /// A named object type with fields (`kubernetes.AdmissionRequest`, `kubernetes.Quantity`).
     Struct(String),
+    /// No type: cel-go's nil `*types.Type` (`UnspecifiedKind`), the type of a field the type
+    /// provider finds without giving it a type (k8s `pkg/cel/mutation/jsonpatch.go`
+    /// `JSONPatchType.Field` for a name other than `op`, `path`, `from`, `value`). Printed as
+    /// nothing, assignable from `dyn` only, never exactly any type, itself included.
+    Unspecified,
 }
 
 use CheckedType as T;
@@ -75,6 +80,7 @@ impl CheckedType {
             T::Param(_) => 15,
             T::Opaque(..) => 16,
             T::Struct(_) => 17,
+            T::Unspecified => 0,
         }
     }
 
@@ -96,6 +102,7 @@ impl CheckedType {
             T::Map(..) => "map",
             T::Type(_) => "type",
             T::Param(n) | T::Opaque(n, _) | T::Struct(n) => n,
+            T::Unspecified => "",
         }
     }
 
@@ -122,14 +129,16 @@ impl CheckedType {
         }
     }
 
-    /// `IsExactType`: the same type, type-parameter names included.
+    /// `IsExactType`: the same type, type-parameter names included (a nil type is exactly
+    /// no type, not even itself).
     pub fn is_exact(&self, other: &CheckedType) -> bool {
-        self == other
+        !matches!(self, T::Unspecified) && self == other
     }
 
     /// `IsEquivalentType`: the same type, type-parameter names ignored.
     pub fn is_equivalent(&self, other: &CheckedType) -> bool {
         match (self, other) {
+            (T::Unspecified, _) => false,
             (T::Param(_), T::Param(_)) => true,
             _ => {
                 if self.kind() != other.kind() || self.type_name() != other.type_name() {
@@ -147,6 +156,10 @@ impl CheckedType {
 
     /// `Type.IsAssignableType(from)` (cel-go's default: no wrapper types here).
     pub(crate) fn is_assignable_type(&self, from: &CheckedType) -> bool {
+        // A nil `*types.Type` receiver is assignable from nothing.
+        if matches!(self, T::Unspecified) {
+            return false;
+        }
         if self == from || self.is_dyn_like() {
             return true;
         }

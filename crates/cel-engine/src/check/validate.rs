@@ -109,8 +109,9 @@ fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Er
             if l.optional_indices.contains(&i) {
                 t = unwrap(t)?;
             }
+            // Go's `elemType == nil`: no element yet, or one without a type.
             match &first {
-                None => first = Some(t),
+                None | Some(CheckedType::Unspecified) => first = Some(t),
                 Some(f) => {
                     if !f.is_equivalent(&t) {
                         errors.push((x.id, mismatch(f, &t)));
@@ -131,7 +132,7 @@ fn homogeneous(root: &IdedExpr, ty: &dyn Fn(u64) -> CheckedType, errors: &mut Er
                 vt = unwrap(vt)?;
             }
             match &first {
-                None => first = Some((kt, vt)),
+                None | Some((CheckedType::Unspecified, CheckedType::Unspecified)) => first = Some((kt, vt)),
                 Some((k0, v0)) => {
                     if !k0.is_equivalent(&kt) {
                         errors.push((me.key.id, mismatch(k0, &kt)));

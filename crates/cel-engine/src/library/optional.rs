@@ -44,7 +44,8 @@ fn of_value(v: Value) -> Result<Value> {
 
 /// cel-go's `traits.Zeroer`: false, 0, 0u, 0.0 (and -0.0), "", b"", [], {}, null, a zero
 /// duration, Go's zero time (0001-01-01T00:00:00Z). Types, optionals and the library types
-/// have no zero value.
+/// have no zero value; an object answers for itself ([`crate::value::Object::is_zero`]: an
+/// `Object{}` without fields is zero).
 pub(crate) fn is_zero_value(v: &Value) -> bool {
     match v {
         Value::Null => true,
@@ -58,7 +59,8 @@ pub(crate) fn is_zero_value(v: &Value) -> bool {
         Value::Map(m) => m.is_empty(),
         Value::Duration(d) => *d == 0,
         Value::Timestamp(t) => t.as_nanosecond() == -62_135_596_800_000_000_000,
-        Value::Type(_) | Value::Optional(_) | Value::Object(_) => false,
+        Value::Object(o) => o.is_zero(),
+        Value::Type(_) | Value::Optional(_) => false,
     }
 }
 

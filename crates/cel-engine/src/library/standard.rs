@@ -37,7 +37,7 @@ use crate::value::Value;
 #[allow(unused_imports)]
 pub(crate) use convert::{go_format_float, go_parse_float};
 #[allow(unused_imports)]
-pub(crate) use time::{go_parse_duration, go_parse_rfc3339};
+pub(crate) use time::{duration_string, go_parse_duration, go_parse_rfc3339, timestamp_string};
 
 pub(super) fn register(registry: &mut Registry) {
     // Arithmetic.

@@ -2,8 +2,6 @@
 //! `pkg/cel/mutation/typeresolver_test.go`, `pkg/admission/plugin/policy/mutating/patch/*_test.go`,
 //! and what the plugin was seen to answer).
 
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 
 use super::*;
@@ -581,20 +579,8 @@ fn object_with_labels(n: usize) -> Value {
     Value::object(DynObject { type_name: "Object".into(), fields })
 }
 
-/// The least time of three runs.
-fn timed(f: impl Fn()) -> Duration {
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
-}
-
 #[test]
-fn large_values_convert_in_linear_time() {
+fn large_values_convert_whole() {
     let ops = json_patch(&many_operations(10_000)).unwrap();
     assert_eq!(ops.as_array().map(Vec::len), Some(10_000));
     assert_eq!(ops[9_999], json!({"op": "add", "path": "/metadata/labels/l9999", "value": [9999, "v"]}));
@@ -602,21 +588,12 @@ fn large_values_convert_in_linear_time() {
     let object = apply_configuration(&object_with_labels(10_000)).unwrap();
     assert_eq!(object["metadata"]["labels"].as_object().map(|m| m.len()), Some(10_000));
     assert_eq!(object["metadata"]["labels"]["l9999"], json!("v"));
-    // Four times the input, about four times the time (a quadratic conversion: sixteen).
-    for (small, large) in [
-        (many_operations(10_000), many_operations(40_000)),
-        (object_with_labels(10_000), object_with_labels(40_000)),
-    ] {
-        let convert = |v: &Value| {
-            if let Value::List(_) = v {
-                json_patch(v).unwrap();
-            } else {
-                apply_configuration(v).unwrap();
-            }
-        };
-        let (t1, t4) = (timed(|| convert(&small)), timed(|| convert(&large)));
-        assert!(t4 < t1 * 10, "{t1:?} for 10,000, {t4:?} for 40,000");
-    }
+    // Four times as many: each converted whole, in one pass over its input (no timing is
+    // asserted here: speed is the benches' and the load test's to measure).
+    let ops = json_patch(&many_operations(40_000)).unwrap();
+    assert_eq!(ops.as_array().map(Vec::len), Some(40_000));
+    let object = apply_configuration(&object_with_labels(40_000)).unwrap();
+    assert_eq!(object["metadata"]["labels"].as_object().map(|m| m.len()), Some(40_000));
 }
 
 #[test]

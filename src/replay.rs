@@ -7,6 +7,7 @@
 //!     each record: [--repeat K: the baseline K times; an answer that varies sets it aside]
 //!                  the candidate once ─▶ compare.rs (kind, object diff) ─▶ Summary
 //!                                                     └▶ export.rs (--export)
+//!     each line that is not one (torn, undecodable): skipped, counted and listed ─▶ Summary
 //! ```
 //!
 //! On a Secret, what a fleet's patch writes under `data` is hashed with the recording's key
@@ -34,7 +35,8 @@ use serde_json::Value;
 
 pub(crate) use compare::{review_holds_redacted, Change, Kind};
 use compare::{Said, Turn};
-use record::{Record, RecordedWorld};
+pub(crate) use record::SkippedLine;
+use record::{Item, Record, RecordedWorld};
 
 use crate::cluster::Cluster;
 use crate::config::Snapshot;
@@ -50,6 +52,9 @@ use crate::upstream::Clients;
 /// cover them all.
 pub(crate) const MAX_DIFFERENCES: usize = 1000;
 /// As many requests set aside as non-deterministic are listed at most.
+const MAX_UNSTABLE_LISTED: usize = 100;
+/// As many skipped lines are listed at most (the first in recording order); the count covers
+/// them all.
 const MAX_SKIPPED_LISTED: usize = 100;
 
 /// What to replay, against what, how fast.
@@ -115,11 +120,15 @@ pub(crate) enum Export {
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Summary {
-    /// Reviews read from the recording.
+    /// Reviews read from the recording and replayed.
     pub(crate) total: u64,
     pub(crate) agree: u64,
     pub(crate) disagree: u64,
     /// Set aside: the baseline's own answers varied (`--repeat`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) unstable: u64,
+    /// Lines of the recording that are not recorded reviews (torn, undecodable): not replayed,
+    /// not in `total`.
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) skipped: u64,
     /// Disagreements by kind, every kind present.
@@ -131,7 +140,10 @@ pub(crate) struct Summary {
     pub(crate) differences_omitted: u64,
     /// The requests set aside, the first 100 in recording order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) skipped_requests: Vec<RequestId>,
+    pub(crate) unstable_requests: Vec<RequestId>,
+    /// The lines skipped, the first 100 in recording order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) skipped_lines: Vec<SkippedLine>,
     /// AdmissionReview files written (`--export`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) exported: Option<u64>,
@@ -178,7 +190,9 @@ enum Replayed {
     Agree,
     Disagree(Box<Difference>),
     /// The baseline's answers varied.
-    Skipped(RequestId),
+    Unstable(RequestId),
+    /// Not a recorded review, or not one that can be replayed.
+    Skipped(SkippedLine),
 }
 
 /// What every replay of a record shares.
@@ -205,8 +219,9 @@ fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 
-/// Replays the recordings of `options`. An unreadable recording or record, or a fleet that
-/// does not load, is an error (naming the file, and the line if any).
+/// Replays the recordings of `options`. A line that is not a replayable record is skipped and
+/// listed; a recording that cannot be read, one with no record at all but lines skipped, or a
+/// fleet that does not load, is an error (naming the file, and the line if any).
 pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     let files = record::files(&options.recordings)?;
     // Each fleet has clients of its own: a webhook ejected by the baseline's failures
@@ -278,10 +293,19 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     let fleets = &fleets;
     let replays = records
         .map(|item| async move {
-            let (place, path, record) = item?;
+            let (place, path, record) = match item? {
+                Item::Record(place, path, record) => (place, path, record),
+                Item::Skipped(place, line) => return anyhow::Ok((place, (Replayed::Skipped(line), None))),
+            };
             let at = format!("{}:{}", path.display(), place.line);
             let key = fleets.keys.of_file(&path);
-            let replayed = replay(fleets, record, key, at.clone()).await.with_context(|| at)?;
+            let replayed = match replay(fleets, record, key, at.clone()).await {
+                Ok(replayed) => replayed,
+                Err(error) => {
+                    let problem = format!("not a replayable review: {error:#}");
+                    (Replayed::Skipped(SkippedLine { line: at, problem }), None)
+                }
+            };
             anyhow::Ok((place, replayed))
         })
         .buffer_unordered(concurrency);
@@ -291,10 +315,19 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     // Both kept by where they were recorded, so the report's order does not depend on which
     // replay finished first.
     let mut differences = BTreeMap::new();
+    let mut unstable = BTreeMap::new();
     let mut skipped = BTreeMap::new();
     let mut exported = 0;
     while let Some(result) = replays.next().await {
         let (place, (replayed, review)) = result?;
+        if let Replayed::Skipped(line) = replayed {
+            summary.skipped += 1;
+            skipped.insert(place, line);
+            if skipped.len() > MAX_SKIPPED_LISTED {
+                skipped.pop_last();
+            }
+            continue;
+        }
         summary.total += 1;
         let chosen = match options.export {
             Some((_, Export::All)) => true,
@@ -307,13 +340,14 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
         }
         match replayed {
             Replayed::Agree => summary.agree += 1,
-            Replayed::Skipped(request) => {
-                summary.skipped += 1;
-                skipped.insert(place, request);
-                if skipped.len() > MAX_SKIPPED_LISTED {
-                    skipped.pop_last();
+            Replayed::Unstable(request) => {
+                summary.unstable += 1;
+                unstable.insert(place, request);
+                if unstable.len() > MAX_UNSTABLE_LISTED {
+                    unstable.pop_last();
                 }
             }
+            Replayed::Skipped(_) => unreachable!("counted above"),
             Replayed::Disagree(difference) => {
                 summary.disagree += 1;
                 *summary.by_kind.entry(difference.kind.as_str()).or_default() += 1;
@@ -330,7 +364,18 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
     for kind in Kind::ALL {
         summary.by_kind.entry(kind.as_str()).or_default();
     }
-    summary.skipped_requests = skipped.into_values().collect();
+    summary.unstable_requests = unstable.into_values().collect();
+    summary.skipped_lines = skipped.into_values().collect();
+    // Lines there were, and none was a review: nothing was compared, which no gate should
+    // take for a pass.
+    if let (0, Some(first)) = (summary.total, summary.skipped_lines.first()) {
+        anyhow::bail!(
+            "no recorded review in {} lines of the recording; the first: {}: {}",
+            summary.skipped,
+            first.line,
+            first.problem
+        );
+    }
     summary.differences = differences.into_values().map(|difference| *difference).collect();
     summary.exported = options.export.as_ref().map(|_| exported);
     Ok(summary)
@@ -375,7 +420,7 @@ async fn replay(
             let outcome = dispatch(baseline, &review, endpoint, &world, fleets).await;
             let again = answered(&outcome);
             if recorded.disagrees(&again, &request).is_some() {
-                return Ok((Replayed::Skipped(id), export));
+                return Ok((Replayed::Unstable(id), export));
             }
         }
     }

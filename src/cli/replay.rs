@@ -126,8 +126,8 @@ fn text(summary: &Summary) -> String {
         "replayed {} reviews: {} agree, {} disagree",
         summary.total, summary.agree, summary.disagree
     );
-    if summary.skipped > 0 {
-        let _ = write!(out, ", {} skipped (the baseline's own answers vary)", summary.skipped);
+    if summary.unstable > 0 {
+        let _ = write!(out, ", {} unstable (the baseline's own answers vary)", summary.unstable);
     }
     let _ = writeln!(out);
     let kinds: Vec<String> = replay::Kind::ALL
@@ -135,22 +135,40 @@ fn text(summary: &Summary) -> String {
         .map(|kind| format!("{} {}", kind.as_str(), summary.by_kind.get(kind.as_str()).unwrap_or(&0)))
         .collect();
     let _ = writeln!(out, "  {}", kinds.join(", "));
+    if summary.skipped > 0 {
+        let listed = match summary.skipped_lines.len() as u64 {
+            all if all == summary.skipped => "each listed below".to_owned(),
+            first => format!("the first {first} listed below"),
+        };
+        let _ = writeln!(
+            out,
+            "skipped {} lines that are not recorded reviews (torn or undecodable; {listed})",
+            summary.skipped
+        );
+    }
     for difference in &summary.differences {
         difference_text(&mut out, difference);
     }
     if summary.differences_omitted > 0 {
         let _ = writeln!(out, "-- and {} more differences, not listed", summary.differences_omitted);
     }
-    for request in &summary.skipped_requests {
+    for request in &summary.unstable_requests {
         let _ = writeln!(
             out,
-            "-- skipped, non-deterministic: {} {} {} {} (uid {})",
+            "-- unstable, set aside: {} {} {} {} (uid {})",
             request.endpoint,
             request.operation,
             request.kind,
             object_name(&request.namespace, &request.name),
             request.uid
         );
+    }
+    for skipped in &summary.skipped_lines {
+        let _ = writeln!(out, "-- skipped {}: {}", skipped.line, skipped.problem);
+    }
+    let unlisted = summary.skipped.saturating_sub(summary.skipped_lines.len() as u64);
+    if unlisted > 0 {
+        let _ = writeln!(out, "-- and {unlisted} more skipped lines, not listed");
     }
     if let Some(exported) = summary.exported {
         let _ = writeln!(out, "exported {exported} AdmissionReview files");

@@ -1,16 +1,21 @@
 //! The read side of a recording (`serve --record`, src/recording.rs writes it): its files in
 //! name order, each line one [`Record`], plain (`.jsonl`) or gzip (`.jsonl.gz`), read one
 //! line at a time so a recording of any size is never held whole.
+//!
+//! A line that is not a record is skipped, said where and why, and the reading goes on: the
+//! last line of a file torn by a crash or a full disk, a compressed file cut short (the lines
+//! before the cut are read), a line too long, anything the writer never wrote. Only a file
+//! that cannot be opened or read stops the reading.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// A line longer than this is refused: a review is capped well below it (src/server/limits.rs),
-/// so such a line is not one the gateway wrote.
+/// A line longer than this is skipped unread: a review is capped well below it
+/// (src/server/body.rs), so such a line is not one the gateway wrote.
 pub(crate) const MAX_LINE_BYTES: usize = 32 << 20;
 
 /// One recorded review, as `src/recording/writer.rs` writes it.
@@ -95,7 +100,7 @@ pub(crate) struct Place {
     pub(crate) line: u64,
 }
 
-/// Why a recording could not be read; every message names the file, and the line if any.
+/// Why a recording could not be read at all; every message names the file, and the line if any.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReadError {
     #[error("cannot read {path}: {source}")]
@@ -133,11 +138,44 @@ pub(crate) fn files(arguments: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     Ok(files)
 }
 
-/// The records of `files`, in order, one line at a time; stops at the first error.
+/// What the reader found at one place of a recording.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// A recorded review, and the file it is in.
+    Record(Place, PathBuf, Record),
+    /// A line that is not one: skipped, and said where and why.
+    Skipped(Place, SkippedLine),
+}
+
+/// A line of a recording that is not a recorded review: torn by a crash or a full disk, cut
+/// short with its compressed file, or anything else the writer never wrote.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct SkippedLine {
+    /// `FILE:LINE`.
+    pub(crate) line: String,
+    pub(crate) problem: String,
+}
+
+/// The records of `files`, in order, one line at a time. A line that is not a record is
+/// skipped ([`Item::Skipped`]) and the reading goes on; a file that cannot be opened or read
+/// stops it, the error last.
 pub(crate) struct Reader {
     files: std::vec::IntoIter<(usize, PathBuf)>,
-    current: Option<(usize, PathBuf, Box<dyn BufRead + Send>, u64)>,
+    current: Option<Open>,
     line: Vec<u8>,
+}
+
+/// The file being read.
+struct Open {
+    /// Its index among the files read.
+    file: usize,
+    path: PathBuf,
+    reader: Box<dyn BufRead + Send>,
+    /// Read through gzip: its data can end short or be corrupt, which ends the file, not the
+    /// reading.
+    gzip: bool,
+    /// The last line read, from 1.
+    line: u64,
 }
 
 impl Reader {
@@ -147,80 +185,123 @@ impl Reader {
     }
 
     /// `path` for reading, through gzip when it ends in `.gz`.
-    pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, ReadError> {
-        let file = File::open(path)
+    fn open(file: usize, path: PathBuf) -> Result<Open, ReadError> {
+        let opened = File::open(&path)
             .map_err(|source| ReadError::File { path: path.display().to_string(), source })?;
         let gzip = path.extension().is_some_and(|e| e == "gz");
-        Ok(if gzip {
+        let reader: Box<dyn BufRead + Send> = if gzip {
             // Several members, as a file compressed in parts would have.
-            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(opened)))
         } else {
-            Box::new(BufReader::new(file))
-        })
+            Box::new(BufReader::new(opened))
+        };
+        Ok(Open { file, path, reader, gzip, line: 0 })
     }
 }
 
 impl Iterator for Reader {
-    type Item = Result<(Place, PathBuf, Record), ReadError>;
+    type Item = Result<Item, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let Some((file, path, reader, line)) = &mut self.current else {
+            let Some(open) = &mut self.current else {
                 let (file, path) = self.files.next()?;
-                match Reader::open(&path) {
-                    Ok(reader) => self.current = Some((file, path, reader, 0)),
-                    Err(error) => return Some(Err(error)),
+                match Reader::open(file, path) {
+                    Ok(open) => self.current = Some(open),
+                    Err(error) => {
+                        self.files = Vec::new().into_iter();
+                        return Some(Err(error));
+                    }
                 }
                 continue;
             };
-            *line += 1;
-            let problem =
-                |problem: String| ReadError::Line { path: path.display().to_string(), line: *line, problem };
-            match read_line(reader.as_mut(), &mut self.line) {
-                Ok(false) => {
+            open.line += 1;
+            let place = Place { file: open.file, line: open.line };
+            let at = format!("{}:{}", open.path.display(), open.line);
+            let problem = match read_line(open.reader.as_mut(), &mut self.line, open.gzip) {
+                Ok(Next::End) => {
                     self.current = None;
                     continue;
                 }
-                Ok(true) => {}
+                Ok(Next::Line) if self.line.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(Next::Line) => match serde_json::from_slice::<Record>(&self.line) {
+                    Ok(record) => return Some(Ok(Item::Record(place, open.path.clone(), record))),
+                    Err(error) => format!("not a recorded review: {error}"),
+                },
+                Ok(Next::TooLong) => format!("not a recorded review: longer than {MAX_LINE_BYTES} bytes"),
+                Ok(Next::Cut(error)) => {
+                    self.current = None;
+                    format!("the compressed data is cut short or corrupt here ({error}): the rest of the file cannot be read")
+                }
                 Err(error) => {
-                    let error = problem(error);
+                    let problem = format!("cannot be read: {error}");
+                    let error = ReadError::Line { path: open.path.display().to_string(), line: open.line, problem };
                     self.current = None;
                     self.files = Vec::new().into_iter();
                     return Some(Err(error));
                 }
-            }
-            if self.line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let place = Place { file: *file, line: *line };
-            return Some(match serde_json::from_slice::<Record>(&self.line) {
-                Ok(record) => Ok((place, path.clone(), record)),
-                Err(error) => {
-                    let error = problem(format!("not a recorded review: {error}"));
-                    self.current = None;
-                    self.files = Vec::new().into_iter();
-                    Err(error)
-                }
-            });
+            };
+            return Some(Ok(Item::Skipped(place, SkippedLine { line: at, problem })));
         }
     }
 }
 
-/// The next line into `line` (without its newline); `false` at the end of the file. A line
-/// past [`MAX_LINE_BYTES`] is an error, found without holding more than that.
-fn read_line(reader: &mut dyn BufRead, line: &mut Vec<u8>) -> Result<bool, String> {
+/// What reading the next line gave.
+enum Next {
+    /// The end of the file.
+    End,
+    /// A line, in the buffer without its newline (the last one may have none: torn).
+    Line,
+    /// A line longer than [`MAX_LINE_BYTES`], read past without being held.
+    TooLong,
+    /// The compressed data ends short or is corrupt here: nothing more can be read of the file.
+    Cut(std::io::Error),
+}
+
+/// The next line into `line`. A line past [`MAX_LINE_BYTES`] is read past, never held whole.
+/// Through gzip, data that is cut short or corrupt ends the file ([`Next::Cut`]); any other
+/// error (the disk's) is the error.
+fn read_line(reader: &mut dyn BufRead, line: &mut Vec<u8>, gzip: bool) -> std::io::Result<Next> {
+    let cut = |error: std::io::Error| {
+        use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
+        match error.kind() {
+            InvalidData | InvalidInput | UnexpectedEof if gzip => Ok(Next::Cut(error)),
+            _ => Err(error),
+        }
+    };
     line.clear();
-    let mut limited = reader.take(MAX_LINE_BYTES as u64 + 1);
-    let read = limited.read_until(b'\n', line).map_err(|e| format!("cannot be read: {e}"))?;
+    let read = match (&mut *reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', line) {
+        Ok(read) => read,
+        Err(error) => return cut(error),
+    };
     if read == 0 {
-        return Ok(false);
+        return Ok(Next::End);
     }
     if line.last() == Some(&b'\n') {
         line.pop();
-    } else if line.len() > MAX_LINE_BYTES {
-        return Err(format!("a line longer than {MAX_LINE_BYTES} bytes"));
+        return Ok(Next::Line);
     }
-    Ok(true)
+    if line.len() <= MAX_LINE_BYTES {
+        return Ok(Next::Line); // the file's last line, without its newline
+    }
+    line.clear();
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok([]) => return Ok(Next::TooLong),
+            Ok(buffer) => buffer,
+            Err(error) => return cut(error),
+        };
+        match memchr::memchr(b'\n', buffer) {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(Next::TooLong);
+            }
+            None => {
+                let all = buffer.len();
+                reader.consume(all);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -231,14 +312,34 @@ mod tests {
 
     const LINE: &str = r#"{"time":"2026-01-01T00:00:00Z","endpoint":"validate","request":{"request":{"uid":"a"}},"answer":{"allowed":true,"code":200},"webhooks":[]}"#;
 
+    /// The uids of the records read, and the skipped lines as `LINE: PROBLEM` (the file's
+    /// name left out).
+    fn read(files: Vec<PathBuf>) -> (Vec<String>, Vec<String>) {
+        let (mut uids, mut skipped) = (Vec::new(), Vec::new());
+        for item in Reader::new(files) {
+            match item.unwrap() {
+                Item::Record(_, _, record) => {
+                    let request: serde_json::Value = serde_json::from_str(record.request.get()).unwrap();
+                    uids.push(request["request"]["uid"].as_str().unwrap().to_owned());
+                }
+                Item::Skipped(place, line) => {
+                    let (_, number) = line.line.rsplit_once(':').unwrap();
+                    assert_eq!(number, place.line.to_string());
+                    skipped.push(format!("{number}: {}", line.problem));
+                }
+            }
+        }
+        (uids, skipped)
+    }
+
     fn uids(files: Vec<PathBuf>) -> Vec<String> {
-        Reader::new(files)
-            .map(|item| {
-                let (_, _, record) = item.unwrap();
-                let request: serde_json::Value = serde_json::from_str(record.request.get()).unwrap();
-                request["request"]["uid"].as_str().unwrap().to_owned()
-            })
-            .collect()
+        let (uids, skipped) = read(files);
+        assert_eq!(skipped, Vec::<String>::new());
+        uids
+    }
+
+    fn line(uid: &str) -> String {
+        LINE.replace("\"a\"", &format!("{uid:?}"))
     }
 
     #[test]
@@ -261,25 +362,95 @@ mod tests {
         assert_eq!(uids(files), ["a", "b", "c"]);
     }
 
+    /// Garbage, a line that is JSON but no record, a line too long and a last line torn
+    /// (no newline) are each skipped with their line, and every record around them is read.
+    /// Without the skipping, the first of them ended the reading.
     #[test]
-    fn a_corrupt_line_is_named_by_file_and_line() {
+    fn lines_that_are_not_records_are_skipped_with_their_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("reviews-1.jsonl");
-        std::fs::write(&path, format!("{LINE}\n{LINE}\n{{\"endpoint\": \"validate\", \"request\n{LINE}\n"))
-            .unwrap();
-        let results: Vec<_> = Reader::new(vec![path.clone()]).collect();
-        assert_eq!(results.len(), 3, "the reading stops at the error");
-        let error = results[2].as_ref().unwrap_err().to_string();
-        assert!(error.starts_with(&format!("{}:3: not a recorded review", path.display())), "{error}");
+        let long = format!("{{\"padding\":\"{}\"}}", "x".repeat(MAX_LINE_BYTES));
+        let torn = &LINE[..LINE.len() / 2];
+        let text = [
+            line("a"),
+            "{\"endpoint\": \"validate\", \"request".to_owned(),
+            line("b"),
+            "{\"endpoint\": \"validate\"}".to_owned(),
+            long,
+            line("c"),
+            torn.to_owned(),
+        ]
+        .join("\n");
+        std::fs::write(&path, text).unwrap();
+        let (uids, skipped) = read(vec![path.clone()]);
+        assert_eq!(uids, ["a", "b", "c"]);
+        let numbers: Vec<&str> = skipped.iter().map(|s| s.split(':').next().unwrap()).collect();
+        assert_eq!(numbers, ["2", "4", "5", "7"], "{skipped:?}");
+        assert!(skipped[0].starts_with("2: not a recorded review: EOF while parsing"), "{skipped:?}");
+        assert!(skipped[1].contains("missing field"), "{skipped:?}");
+        assert!(skipped[2].contains(&format!("longer than {MAX_LINE_BYTES} bytes")), "{skipped:?}");
+        assert!(skipped[3].starts_with("7: not a recorded review"), "{skipped:?}");
+        let first = Reader::new(vec![path.clone()]).find_map(|item| match item.unwrap() {
+            Item::Skipped(_, line) => Some(line.line),
+            Item::Record(..) => None,
+        });
+        assert_eq!(first, Some(format!("{}:2", path.display())));
+    }
 
-        // A gzip file cut short: named, with the line it reached.
-        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gzip.write_all(format!("{LINE}\n{LINE}\n").as_bytes()).unwrap();
+    /// A compressed file cut short (a crash while it was copied, a full disk): the lines before
+    /// the cut are read, the cut is one skipped line, and the next file is read on. Without it,
+    /// the cut ended the reading.
+    #[test]
+    fn a_compressed_file_cut_short_is_read_up_to_the_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        // Lines that do not compress to nothing, so that the cut falls among them.
+        let lines: String = (0..200)
+            .map(|i| {
+                let noise: String = (0..40).map(|j| char::from(b'a' + ((i * 7 + j * 13) % 26) as u8)).collect();
+                line(&format!("u{i:03}-{noise}")) + "\n"
+            })
+            .collect();
+        gzip.write_all(lines.as_bytes()).unwrap();
         let bytes = gzip.finish().unwrap();
-        let cut = dir.path().join("reviews-2.jsonl.gz");
-        std::fs::write(&cut, &bytes[..bytes.len() - 12]).unwrap();
-        let error = Reader::new(vec![cut.clone()]).find_map(Result::err).unwrap().to_string();
-        assert!(error.starts_with(&cut.display().to_string()), "{error}");
+        let cut = dir.path().join("reviews-1.jsonl.gz");
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let after = dir.path().join("reviews-2.jsonl");
+        std::fs::write(&after, line("after") + "\n").unwrap();
+        let (uids, skipped) = read(vec![cut.clone(), after]);
+        let before = uids.len() - 1;
+        assert!((50..200).contains(&before), "the lines before the cut: {before}");
+        for (i, uid) in uids[..before].iter().enumerate() {
+            assert!(uid.starts_with(&format!("u{i:03}-")), "in order: {uid} at {i}");
+        }
+        assert_eq!(uids.last().map(String::as_str), Some("after"), "the next file is read on");
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].starts_with(&format!("{}: the compressed data is cut short", before + 1)),
+            "{skipped:?}"
+        );
+
+        // Only the trailer missing: every line is read, and the cut is still said.
+        let trailer = dir.path().join("reviews-3.jsonl.gz");
+        std::fs::write(&trailer, &bytes[..bytes.len() - 4]).unwrap();
+        let (uids, skipped) = read(vec![trailer]);
+        assert_eq!((uids.len(), skipped.len()), (200, 1), "{skipped:?}");
+    }
+
+    /// A plain file that cannot be read on is an error, not a skipped line: a directory
+    /// named as a file.
+    #[test]
+    fn a_file_that_cannot_be_read_stops_the_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("reviews-1.jsonl");
+        std::fs::create_dir(&path).unwrap();
+        let later = dir.path().join("reviews-2.jsonl");
+        std::fs::write(&later, line("later") + "\n").unwrap();
+        let items: Vec<_> = Reader::new(vec![path.clone(), later]).collect();
+        assert_eq!(items.len(), 1, "nothing read after the error");
+        let Err(error) = &items[0] else { panic!("{items:?}") };
+        let error = error.to_string();
+        assert!(error.starts_with(&format!("{}:1: cannot be read", path.display())), "{error}");
     }
 
     #[test]

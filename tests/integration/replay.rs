@@ -182,7 +182,8 @@ async fn a_candidate_is_reported_on_exactly_the_reviews_it_changes() {
     assert_eq!(kinds(&report), expected, "{report:#}");
     assert_eq!((&report["total"], &report["agree"], &report["disagree"]), (&json!(7), &json!(2), &json!(5)));
     assert_eq!(report["byKind"]["patch"], 1);
-    assert!(report.get("skipped").is_none(), "no skipped field without --repeat");
+    assert!(report.get("unstable").is_none(), "no unstable field without --repeat");
+    assert!(report.get("skipped").is_none(), "no line skipped");
 
     let by_name = |name: &str| {
         report["differences"]
@@ -260,27 +261,120 @@ async fn a_candidate_is_reported_on_exactly_the_reviews_it_changes() {
     assert!(said.contains("   /metadata/labels/team: \"a\" → \"b\""), "{said}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn errors_exit_2_naming_the_file_and_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let (label, policy) = baseline_mocks().await;
-    let recording = record(dir.path(), &fleet(&label, &policy), &[pod("web-1"), pod("web-2")]).await;
-    let config = dir.path().join("fleet.yaml").to_string_lossy().into_owned();
-
-    // A corrupt third line.
-    let file = std::fs::read_dir(&recording)
+/// The recording file of `dir` still plain (`reviews-*.jsonl`).
+fn plain_file(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|item| item.path())
         .find(|path| path.to_string_lossy().ends_with(".jsonl"))
-        .unwrap();
-    let mut lines = std::fs::read_to_string(&file).unwrap();
-    lines.push_str("{\"endpoint\": \"admit\", \"request\": \n");
-    std::fs::write(&file, lines).unwrap();
+        .unwrap()
+}
+
+/// A recording torn by a crash (its last line cut short), with garbage in the middle and a
+/// compressed file cut short: every line that is not a recorded review is skipped and listed
+/// by file and line, the others replayed and compared as ever; the exit code is the
+/// comparison's. A recording of which no line is a review is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torn_and_undecodable_lines_are_skipped_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (label, policy) = baseline_mocks().await;
+    let pods = [pod("web-1"), pod("web-2"), pod("web-3")];
+    let recording = record(dir.path(), &fleet(&label, &policy), &pods).await;
+    let config = dir.path().join("fleet.yaml").to_string_lossy().into_owned();
+    let file = plain_file(&recording);
+    let whole = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 3);
+    // Line 2 garbage, line 4 JSON but not a record, line 6 the first line cut short (no newline).
+    let torn = &lines[0][..lines[0].len() / 2];
+    let damaged = format!(
+        "{}\nnot json at all\n{}\n{{\"endpoint\": \"admit\"}}\n{}\n{torn}",
+        lines[0], lines[1], lines[2]
+    );
+    std::fs::write(&file, damaged).unwrap();
+    let at = |line: u64| format!("{}:{line}", file.display());
+
+    let (code, report) = replay_json(&[&recording.to_string_lossy(), "--config", &config]).await;
+    assert_eq!(code, Some(0), "skipped lines alone do not fail the replay: {report:#}");
+    assert_eq!(
+        (&report["total"], &report["agree"], &report["disagree"], &report["skipped"]),
+        (&json!(3), &json!(3), &json!(0), &json!(3)),
+        "{report:#}"
+    );
+    assert!(report.get("unstable").is_none(), "{report:#}");
+    let skipped: Vec<(String, String)> = report["skippedLines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["line"].as_str().unwrap().to_owned(), s["problem"].as_str().unwrap().to_owned()))
+        .collect();
+    let places: Vec<&str> = skipped.iter().map(|(line, _)| line.as_str()).collect();
+    assert_eq!(places, [at(2), at(4), at(6)], "{report:#}");
+    assert!(skipped.iter().all(|(_, problem)| problem.starts_with("not a recorded review")), "{skipped:?}");
+    assert!(skipped[1].1.contains("missing field"), "{skipped:?}");
+
+    // The text report says so too, each line by file and line.
     let output = run(&["replay", &recording.to_string_lossy(), "--config", &config]).await;
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let said = text(&output.stdout);
+    assert!(said.starts_with("replayed 3 reviews: 3 agree, 0 disagree\n"), "{said}");
+    assert!(said.contains("skipped 3 lines that are not recorded reviews"), "{said}");
+    assert!(said.contains(&format!("-- skipped {}: not a recorded review", at(6))), "{said}");
+
+    // A compressed file cut short (a copy made by a crash): the lines before the cut are
+    // replayed, the cut is one skipped line of that file.
+    let cut = dir.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let many: String = (0..40).map(|_| format!("{}\n", lines[0])).collect();
+    std::io::Write::write_all(&mut gzip, many.as_bytes()).unwrap();
+    let bytes = gzip.finish().unwrap();
+    let gz = cut.join("reviews-000000000001-000001.jsonl.gz");
+    std::fs::write(&gz, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    std::fs::copy(recording.join(".key"), cut.join(".key")).unwrap();
+    let (code, report) = replay_json(&[&cut.to_string_lossy(), "--config", &config]).await;
+    assert_eq!(code, Some(0), "{report:#}");
+    let total = report["total"].as_u64().unwrap();
+    assert!((1..40).contains(&total), "the lines before the cut: {report:#}");
+    assert_eq!(report["skipped"], 1, "{report:#}");
+    let line = report["skippedLines"][0]["line"].as_str().unwrap();
+    assert_eq!(line, format!("{}:{}", gz.display(), total + 1), "{report:#}");
+
+    // Nothing but garbage: no review to replay, an error naming the first line.
+    let garbage = dir.path().join("reviews-000000000009-000001.jsonl");
+    std::fs::write(&garbage, "not json\n{\"endpoint\": \"admit\"}\n").unwrap();
+    let output = run(&["replay", &garbage.to_string_lossy(), "--config", &config]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stdout));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains(&format!("{}:3: not a recorded review", file.display())), "{stderr}");
+    assert!(stderr.contains("no recorded review in 2 lines"), "{stderr}");
+    assert!(stderr.contains(&format!("{}:1: not a recorded review", garbage.display())), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_exit_2_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (label, policy) = baseline_mocks().await;
+    let recording = record(dir.path(), &fleet(&label, &policy), &[pod("web-1"), pod("web-2")]).await;
+    let config = dir.path().join("fleet.yaml").to_string_lossy().into_owned();
+    let file = plain_file(&recording);
+
+    // A directory without recording files, an unreadable file.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let output = run(&["replay", &empty.to_string_lossy(), "--config", &config]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("no recording files"), "{}", text(&output.stderr));
+    let locked = dir.path().join("reviews-000000000001-000001.jsonl");
+    std::fs::copy(&file, &locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::File::open(&locked).is_err() {
+        // (root reads it anyway)
+        let output = run(&["replay", &locked.to_string_lossy(), "--config", &config]).await;
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(&format!("cannot read {}", locked.display())), "{stderr}");
+    }
 
     // No such recording; a candidate that does not load; a bad threshold.
     let output = run(&["replay", "/nonexistent/reviews.jsonl", "--config", &config]).await;
@@ -346,12 +440,13 @@ async fn answers_that_vary_on_their_own_are_set_aside_with_repeat() {
         replay_json(&[&recording, "--config", &config, "--baseline", &config, "--repeat", "2"]).await;
     assert_eq!(code, Some(0), "{report:#}");
     assert_eq!(
-        (&report["total"], &report["agree"], &report["disagree"], &report["skipped"]),
+        (&report["total"], &report["agree"], &report["disagree"], &report["unstable"]),
         (&json!(4), &json!(2), &json!(0), &json!(2))
     );
-    let skipped: Vec<&str> =
-        report["skippedRequests"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(skipped, ["flaky-1", "flaky-2"]);
+    let unstable: Vec<&str> =
+        report["unstableRequests"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(unstable, ["flaky-1", "flaky-2"]);
+    assert!(report.get("skipped").is_none(), "set aside is not skipped: {report:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

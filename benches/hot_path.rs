@@ -225,5 +225,34 @@ fn encode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decode, matching, patch_apply, combined_patch, encode);
+/// What recording a review costs off its path: the writer's line (the request checked as JSON
+/// and copied in, the answer and webhooks serialized), against the check alone; and the
+/// compressor's gzip of a file's lines, per line. The lines are the load test's: the same
+/// 10 KB review over and over, which compresses better than a real recording.
+fn recording(c: &mut Criterion) {
+    let mut group = c.benchmark_group("recording");
+    let body = bytes::Bytes::from(padded_pod(10 * 1024));
+    let mut line = Vec::with_capacity(64 << 10);
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("line/pod-10k", |b| {
+        b.iter(|| {
+            line.clear();
+            bench::record_line(black_box(body.clone()), &mut line).expect("encodes")
+        })
+    });
+    // Baseline: only the received bytes read again as JSON.
+    group.bench_function("check-only/pod-10k", |b| {
+        b.iter(|| serde_json::from_slice::<&RawValue>(black_box(&body)).expect("JSON"))
+    });
+    const LINES: usize = 100;
+    let mut lines = Vec::new();
+    for _ in 0..LINES {
+        bench::record_line(body.clone(), &mut lines).expect("encodes");
+    }
+    group.throughput(Throughput::Elements(LINES as u64));
+    group.bench_function("gzip-per-line/pod-10k", |b| b.iter(|| bench::record_gzip(black_box(&lines))));
+    group.finish();
+}
+
+criterion_group!(benches, decode, matching, patch_apply, combined_patch, encode, recording);
 criterion_main!(benches);

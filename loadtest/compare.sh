@@ -14,7 +14,8 @@
 # figure against its target, and last the line
 #   result: gateway/nginx throughput=R1 p99=R2; added p50=X_us p99=Y_us
 # (for `all`: a summary, then mutate-1's result line last). --write-readme rewrites the results
-# section of loadtest/README.md from this run.
+# section of loadtest/README.md from this run: all of it when every scenario ran, else only the
+# rows of the scenarios that ran, with a line naming the run that measured them.
 #
 # Knobs (environment): ROUNDS (3), DURATION (2, seconds per measured run), C1_DURATION (1),
 # WARMUP (1), CONNECTIONS (32), THREADS (wrk -t, 1), RUST_LOG (the gateway's, info),
@@ -973,15 +974,28 @@ scenario_recording() {
     measure
     print_tables
     echo
-    local name
+    # on: every review recorded, the target; slow: only the writer's queue limits it (a disk
+    # slower than the reviews), what that costs the reviews and how many entries it drops.
+    local name lost throughput
     for name in on slow; do
-        figure "recording $name/off: throughput" "$(ratio "$(get load "$name" rps)" "$(get load off rps)")×" "—" "(reference)"
+        throughput=$(ratio "$(get load "$name" rps)" "$(get load off rps)")
+        lost=$(($(recorded "$name" dropped) + $(recorded "$name" failed)))
+        if [ "$name" = on ]; then
+            figure "recording on/off: throughput, every review recorded" "${throughput}×" "≥ 0.9×" "$(verdict "$throughput" ge 0.9)"
+        else
+            figure "recording slow/off: throughput, the writer's queue the limit" "${throughput}×" "—" "(reference)"
+        fi
         figure "recording $name/off: p50 / p99, c=$CONNS" \
             "$(ratio "$(get load "$name" p50)" "$(get load off p50)")× / $(ratio "$(get load "$name" p99)" "$(get load off p99)")×" "—" "(reference)"
         figure "recording $name/off: p50 / p99, c=1" \
             "$(ratio "$(get c1 "$name" p50)" "$(get c1 off p50)")× / $(ratio "$(get c1 "$name" p99)" "$(get c1 off p99)")×" "—" "(reference)"
         figure "recording $name: CPU per review over off" "+$(minus "$(get load "$name" front_us)" "$(get load off front_us)") µs" "—" "(reference)"
-        figure "recording $name: written / dropped / failed" "$(recorded "$name" written) / $(recorded "$name" dropped) / $(recorded "$name" failed)" "—" "(reference)"
+        if [ "$name" = on ]; then
+            figure "recording on: written / dropped / failed" "$(recorded on written) / $(recorded on dropped) / $(recorded on failed)" \
+                "0 dropped or failed" "$(verdict "$lost" le 0)"
+        else
+            figure "recording slow: written / dropped / failed" "$(recorded slow written) / $(recorded slow dropped) / $(recorded slow failed)" "—" "(reference)"
+        fi
     done
     figure "answers not 200 allowed (off, on, slow)" "$(get load off other), $(get load on other), $(get load slow other)" "0" \
         "$(verdict "$(($(get load off other) + $(get load on other) + $(get load slow other)))" le 0)"
@@ -1099,7 +1113,70 @@ if [ ${#SCENARIOS[@]} -gt 1 ]; then
     awk -F'|' '{ printf "  %-16s %s\n", $1, $2 }' "$WORK/results"
 fi
 
-if [ -n "$WRITE_README" ]; then
+# Every scenario of the suite in this run: the results section is written anew; fewer: only
+# their rows are replaced, with a line saying which run measured them.
+ALL_RUN=1
+for scenario in "${ALL_SCENARIOS[@]}"; do
+    [[ " ${SCENARIOS[*]} " == *" $scenario "* ]] || ALL_RUN=
+done
+
+if [ -n "$WRITE_README" ] && [ -z "$ALL_RUN" ]; then
+    grep -q '^<!-- results: written by' "$README" || die "$README has no results section to update"
+    sed -n 's/^\([^|]*\)|result: gateway\/nginx throughput=\([^ ]*\) p99=\([^;]*\); added p50=\([^ ]*\)_us p99=\([^ ]*\)_us$/| `\1` | \2× | \3× | \4 µs | \5 µs |/p' \
+        "$WORK/results" > "$WORK/readme-results"
+    awk -F'|' '{ printf "| `%s` | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$WORK/figures" > "$WORK/readme-figures"
+    names=$(printf '`%s`, ' "${SCENARIOS[@]}")
+    names=${names%, }
+    # The knobs this run changed from their defaults, named with it.
+    knobs=
+    [ "$ROUNDS" = 3 ] || knobs+="ROUNDS=$ROUNDS "
+    [ "$DURATION" = 2 ] || knobs+="DURATION=$DURATION "
+    [ "$C1_DURATION" = 1 ] || knobs+="C1_DURATION=$C1_DURATION "
+    [ "$WARMUP" = 1 ] || knobs+="WARMUP=$WARMUP "
+    [ "$CONNECTIONS" = 32 ] || knobs+="CONNECTIONS=$CONNECTIONS "
+    [ "$THREADS" = 1 ] || knobs+="THREADS=$THREADS "
+    echo "Rows of $names: measured $(date -u '+%Y-%m-%d %H:%M UTC') at \`$(git rev-parse --short HEAD 2> /dev/null || echo '?')\`$(git diff --quiet HEAD -- src 2> /dev/null || echo ' (src/ modified)') in ${ELAPSED} s by \`${knobs}loadtest/compare.sh $ARGS\`, on $MACHINE." \
+        > "$WORK/readme-provenance"
+    python3 - "$README" "$WORK/readme-results" "$WORK/readme-figures" "$WORK/readme-provenance" "$names" "${SCENARIOS[@]}" << 'EOF_PY'
+import sys
+readme, results, figures, provenance, names, scenarios = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
+lines = open(readme).read().split("\n")
+begin = next(i for i, line in enumerate(lines) if line.startswith("<!-- results: written by"))
+end = next(i for i, line in enumerate(lines) if i > begin and line.startswith("<!-- results: end -->"))
+section = lines[begin:end]
+ours = tuple("| `%s` |" % name for name in scenarios)
+new_rows = [open(results).read().splitlines(), open(figures).read().splitlines()]
+out, table, replaced = [], -1, False
+for line in section:
+    if line.startswith("| scenario |"):
+        table, replaced = table + 1, False
+    elif line.startswith("Rows of " + names + ":"):
+        continue  # the same scenarios' rows, measured before
+    elif line.startswith(ours):
+        if not replaced and 0 <= table < 2:
+            out.extend(new_rows[table])
+            new_rows[table], replaced = [], True
+        continue
+    elif line == "" and 0 <= table < 2 and new_rows[table] and out and out[-1].startswith("|"):
+        out.extend(new_rows[table])  # scenarios that had no rows: at the end of the table
+        new_rows[table] = []
+    out.append(line)
+# After the run that measured the rest: the lines of other partial runs, then this one's.
+measured = next(i for i, line in enumerate(out) if line.startswith("Measured "))
+after = measured + 1
+while after < len(out) and (out[after] == "" or out[after].startswith("Rows of ")):
+    after += 1
+kept = [line for line in out[measured + 1:after] if line.startswith("Rows of ")]
+paragraphs = []
+for line in kept + [open(provenance).read().strip()]:
+    paragraphs += ["", line]
+out[measured + 1:after] = paragraphs + [""]
+open(readme, "w").write("\n".join(lines[:begin] + out + lines[end:]))
+EOF_PY
+    log "wrote the rows of $names into $README"
+fi
+
+if [ -n "$WRITE_README" ] && [ -n "$ALL_RUN" ]; then
     {
         echo "<!-- results: written by \`loadtest/compare.sh $ARGS\`; do not edit by hand -->"
         echo

@@ -1,7 +1,8 @@
 //! Entry points for the Criterion benches in `benches/` (not a stable API: hidden from the
 //! docs). Each wraps one step of a review's path through the crate's own code, so a bench
 //! measures exactly what `serve` runs: decoding a received review, matching a fleet,
-//! the mutating chain's combined patch, encoding the answer and a webhook's request.
+//! the mutating chain's combined patch, encoding the answer and a webhook's request, and the
+//! recording's line and compression.
 //! Nothing here is used by the gateway itself.
 
 use std::path::PathBuf;
@@ -101,4 +102,16 @@ pub fn encode_webhook_request_anew(review: &Review) -> Vec<u8> {
     let review = &review.0;
     let outgoing = review.outgoing("6f1c4a2e-0d3b-4c5a-8e7f-9a0b1c2d3e4f", review.object());
     encode::request(ReviewVersion::V1, &outgoing)
+}
+
+/// The recording's line for an allowed review of `body` (nothing to redact), appended to `out`
+/// as the writer thread appends it to its batch (`recording/writer.rs`).
+pub fn record_line(body: bytes::Bytes, out: &mut Vec<u8>) -> Result<(), String> {
+    crate::recording::bench_line(body, out).map_err(|e| format!("{e:#}"))
+}
+
+/// `lines` gzip-compressed as the recording's compressor does a finished file
+/// (`recording/compress.rs`).
+pub fn record_gzip(lines: &[u8]) -> Vec<u8> {
+    crate::recording::bench_gzip(lines).unwrap_or_default()
 }

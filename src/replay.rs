@@ -299,7 +299,7 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
             };
             let at = format!("{}:{}", path.display(), place.line);
             let key = fleets.keys.of_file(&path);
-            let replayed = match replay(fleets, record, key, at.clone()).await {
+            let replayed = match replay(fleets, *record, key, at.clone()).await {
                 Ok(replayed) => replayed,
                 Err(error) => {
                     let problem = format!("not a replayable review: {error:#}");

@@ -1,8 +1,11 @@
 //! Compression of finished recording files, off the writer: `reviews-….jsonl` becomes
 //! `reviews-….jsonl.gz` (gzip, 0600) on a thread of its own with a bounded backlog (full: the
 //! file stays plain, which a replay reads as well). Level 1, the fastest: recorded reviews are
-//! repetitive JSON and still shrink twentyfold or more, and on a busy replica the compressor's
-//! CPU is taken from the reviews (the `recording` load scenario).
+//! repetitive JSON and still shrink twentyfold or more. Even so it is the recording's largest
+//! cost, more than encoding and writing the lines, so the thread runs at the lowest scheduling
+//! priority (nice 19): on a replica whose cores are busy with reviews it compresses in their
+//! idle time, and a file waits plain meanwhile (the `recording` load scenario measures it,
+//! loadtest/README.md).
 //!
 //! A file is compressed into `….jsonl.gz.tmp`, synced, renamed to `….jsonl.gz`, and only then
 //! is the plain file removed: a crash at any point leaves the plain file whole (with, at worst,
@@ -40,7 +43,10 @@ struct Job {
 impl Compressor {
     pub(super) fn start() -> Self {
         let (jobs, received) = mpsc::sync_channel(BACKLOG);
-        let started = std::thread::Builder::new().name("recording-gzip".into()).spawn(move || run(received));
+        let started = std::thread::Builder::new().name("recording-gzip".into()).spawn(move || {
+            lowest_priority();
+            run(received)
+        });
         if let Err(error) = &started {
             tracing::warn!(%error, "recording: no thread to compress files; they stay plain");
         }
@@ -60,6 +66,15 @@ impl Compressor {
                 tracing::debug!("recording: compression backlog full, a file stays plain");
             }
         }
+    }
+}
+
+/// The calling thread at nice 19, the lowest priority: on Linux `setpriority(PRIO_PROCESS,
+/// tid)` sets one thread's. Without it (not permitted), it compresses at the process's own.
+fn lowest_priority() {
+    let thread = rustix::thread::gettid();
+    if let Err(error) = rustix::process::setpriority_process(Some(thread), 19) {
+        tracing::debug!(%error, "recording: the compressor keeps the process's priority");
     }
 }
 
@@ -124,7 +139,7 @@ pub(super) fn gzip(plain: &Path) -> anyhow::Result<()> {
             .mode(0o600)
             .open(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut encoder = GzEncoder::new(BufWriter::new(output), Compression::fast());
+        let mut encoder = encoder(BufWriter::new(output));
         io::copy(&mut BufReader::new(input), &mut encoder)
             .with_context(|| format!("cannot compress {}", plain.display()))?;
         let output = encoder.finish()?.into_inner().map_err(io::IntoInnerError::into_error)?;
@@ -141,6 +156,11 @@ pub(super) fn gzip(plain: &Path) -> anyhow::Result<()> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => remove(&gz),
         Err(error) => Err(error).with_context(|| format!("cannot remove {}", plain.display())),
     }
+}
+
+/// The gzip encoder of every file, at the level chosen (the module's doc says why).
+pub(super) fn encoder<W: io::Write>(output: W) -> GzEncoder<W> {
+    GzEncoder::new(output, Compression::fast())
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

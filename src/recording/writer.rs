@@ -3,6 +3,12 @@
 //! finished one handed to the compressor); when a file begins, the oldest removed while the
 //! others hold more than `max_total_bytes`. Files are `reviews-SECONDS-SEQUENCE.jsonl`
 //! (`.jsonl.gz` once compressed), so their names sort as they were written.
+//!
+//! Entries are taken from the queue in batches, in order: the lines of a batch are encoded
+//! into one buffer and written with one `write`, and counted written (or failed) together.
+//! A file holds whole lines only: a write that fails is cut back to the lines before it, and
+//! when a directory is opened, the partial last line a crash left in a plain file is cut
+//! before the file is compressed.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
@@ -18,7 +24,7 @@ use serde_json::Value;
 
 use super::compress::{self, Compressor};
 use super::redact::Redactor;
-use super::{Entry, Limits, Plan, Queued, Status, World};
+use super::{Answer, Entry, Limits, Plan, Queued, Status, Webhook, World};
 
 const KEY_FILE: &str = ".key";
 const KEY_BYTES: usize = 32;
@@ -55,56 +61,97 @@ pub(super) fn prepare(dir: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// How long the queue may be empty before a recording turned off closes its file.
 const IDLE: Duration = Duration::from_millis(250);
+/// Entries taken from the queue at once at most: their lines go to the disk in one `write`
+/// (or one per [`BATCH_BYTES`]).
+const BATCH_ENTRIES: usize = 256;
+/// A batch's lines are written once they hold this many bytes (a line is never split).
+const BATCH_BYTES: usize = 1 << 20;
+/// How long the writer lets entries gather before taking a batch, unless the last one was
+/// full. A sender wakes the writer only when it waits on an empty queue: taking the entries
+/// every few milliseconds instead of one by one spares the serving threads a wake-up (a
+/// system call and a switch of thread) per review; at most this late, and the queue holds
+/// many times what arrives meanwhile.
+const GATHER: Duration = Duration::from_millis(10);
 
 /// Writes every entry, each under the plan it was taken with, until the server's recording is
-/// dropped; `delay` (test-only) before each line.
+/// dropped; `delay` (test-only) before each line. Entries are taken in batches: each one's
+/// line is encoded into one buffer, written with one `write`.
 pub(super) fn run(entries: Receiver<Queued>, status: &Status, delay: Option<Duration>) {
     let compressor = Compressor::start();
     let mut writing: Option<Writing> = None;
+    let mut batch = Vec::with_capacity(BATCH_ENTRIES);
+    let mut full = false;
     loop {
-        let Queued { plan, entry, secret } = match entries.recv_timeout(IDLE) {
-            Ok(queued) => queued,
+        match entries.recv_timeout(IDLE) {
+            Ok(queued) => batch.push(queued),
             Err(RecvTimeoutError::Timeout) => {
                 if !status.on.load(Ordering::Relaxed) {
                     if let Some(writing) = writing.take() {
-                        writing.files.close(&compressor);
+                        writing.files.close(&compressor, status);
                     }
                 }
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => break,
-        };
-        // Another plan: the same directory keeps its file under the new bounds; another one
-        // closes it and begins there.
-        let current = writing.take_if(|writing| !Arc::ptr_eq(&writing.plan, &plan));
-        if let Some(mut previous) = current {
-            if previous.plan.limits.dir == plan.limits.dir && previous.plan.key == plan.key {
-                previous.files.limits = plan.limits.clone();
-                writing = Some(Writing {
-                    redactor: Redactor::new(&plan.key, &plan.redact_pointers),
-                    plan: plan.clone(),
-                    files: previous.files,
-                });
-            } else {
-                previous.files.close(&compressor);
-            }
         }
-        let writing = writing.get_or_insert_with(|| Writing {
-            redactor: Redactor::new(&plan.key, &plan.redact_pointers),
-            files: Files::open(plan.limits.clone(), &compressor),
-            plan: plan.clone(),
-        });
-        if let Some(delay) = delay {
-            std::thread::sleep(delay);
+        if !full {
+            std::thread::sleep(GATHER);
         }
-        // Only a review with something to redact or leave out is parsed (`encode`).
-        let parse = secret || plan.drop_user_info || !plan.redact_pointers.is_empty();
-        let written = encode(entry, &writing.redactor, plan.drop_user_info, parse)
-            .and_then(|line| writing.files.append(&line, &compressor));
-        match written {
-            Ok(()) => status.wrote(),
-            Err(error) => status.failed(format!("{error:#}")),
+        batch.extend(entries.try_iter().take(BATCH_ENTRIES - 1));
+        full = batch.len() == BATCH_ENTRIES;
+        for queued in batch.drain(..) {
+            write(queued, &mut writing, &compressor, status, delay);
         }
+        if let Some(writing) = &mut writing {
+            writing.files.flush(&compressor, status);
+        }
+    }
+    if let Some(writing) = writing {
+        writing.files.close(&compressor, status);
+    }
+}
+
+/// One entry into the batch of the files of its plan.
+fn write(
+    Queued { plan, entry, secret }: Queued,
+    writing: &mut Option<Writing>,
+    compressor: &Compressor,
+    status: &Status,
+    delay: Option<Duration>,
+) {
+    // Another plan: the same directory keeps its file under the new bounds; another one
+    // closes it (its batch written first) and begins there.
+    let current = writing.take_if(|writing| !Arc::ptr_eq(&writing.plan, &plan));
+    if let Some(mut previous) = current {
+        if previous.plan.limits.dir == plan.limits.dir && previous.plan.key == plan.key {
+            previous.files.limits = plan.limits.clone();
+            *writing = Some(Writing {
+                redactor: Redactor::new(&plan.key, &plan.redact_pointers),
+                plan: plan.clone(),
+                files: previous.files,
+            });
+        } else {
+            previous.files.close(compressor, status);
+        }
+    }
+    let writing = writing.get_or_insert_with(|| Writing {
+        redactor: Redactor::new(&plan.key, &plan.redact_pointers),
+        files: Files::open(plan.limits.clone(), compressor),
+        plan: plan.clone(),
+    });
+    if let Some(delay) = delay {
+        std::thread::sleep(delay);
+    }
+    // Only a review with something to redact or leave out is parsed (`encode`).
+    let parse = secret || plan.drop_user_info || !plan.redact_pointers.is_empty();
+    let redactor = &writing.redactor;
+    let added = writing.files.add(
+        |buffer| encode(entry, redactor, plan.drop_user_info, parse, buffer),
+        compressor,
+        status,
+    );
+    if let Err(error) = added {
+        status.failed(1, format!("{error:#}"));
     }
 }
 
@@ -115,14 +162,23 @@ struct Writing {
     files: Files,
 }
 
-/// One entry as one line of JSON, redacted. With `parse`, the request is read into a tree,
-/// redacted and written again; without (nothing to redact or leave out), it is written as
-/// received, unless it spans lines. A request that does not read again as JSON (it was read
-/// once to be answered) fails the entry, counted, rather than being written as null.
-fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) -> anyhow::Result<Vec<u8>> {
+/// One entry as one line of JSON, redacted, appended to `out` (nothing appended if it fails).
+/// With `parse`, the request is read into a tree, redacted and written again; without
+/// (nothing to redact or leave out), it is written as received, unless it spans lines. A
+/// request that does not read again as JSON (it was read once to be answered) fails the entry,
+/// counted, rather than being written as null. The line is serialized straight into `out`,
+/// each field from the entry itself: no tree of the answer or the webhooks, no copy of the
+/// request but the one into the line.
+fn encode(
+    entry: Entry,
+    redactor: &Redactor,
+    drop_user_info: bool,
+    parse: bool,
+    out: &mut Vec<u8>,
+) -> anyhow::Result<()> {
     let Entry { time, endpoint, request, mut answer, webhooks, world } = entry;
     const UNREADABLE: &str = "the review could not be read again for its redaction";
-    let as_received = !parse && !request.iter().any(|byte| matches!(byte, b'\n' | b'\r'));
+    let as_received = !parse && memchr::memchr2(b'\n', b'\r', &request).is_none();
     let (review, secret) = if as_received {
         (Request::AsReceived(serde_json::from_slice(&request).context(UNREADABLE)?), false)
     } else {
@@ -143,28 +199,38 @@ fn encode(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) 
     }
     redactor.annotations(&mut answer.audit_annotations, secret);
     let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    // The fields in the order a JSON object of them has always been written (sorted).
     let line = Line {
-        answer: serde_json::to_value(&answer).context("the record could not be encoded")?,
+        answer: &answer,
         endpoint,
         request: review,
         time: crate::upstream::x509::rfc3339(seconds as i64),
-        webhooks: serde_json::to_value(&webhooks).context("the record could not be encoded")?,
+        webhooks: &webhooks,
         world: WorldLine::of(&world, redactor.pointers(), drop_user_info),
     };
-    let mut line = serde_json::to_vec(&line).context("the record could not be encoded")?;
-    line.push(b'\n');
-    Ok(line)
+    let start = out.len();
+    if let Err(error) = serde_json::to_writer(&mut *out, &line) {
+        out.truncate(start);
+        return Err(error).context("the record could not be encoded");
+    }
+    out.push(b'\n');
+    Ok(())
 }
 
-/// One recorded review, as written.
+/// For the benches (`super::bench_line`): `entry` encoded with nothing to redact, as the writer
+/// encodes it.
+pub(super) fn encode_line(entry: Entry, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    encode(entry, &Redactor::new(b"bench", &[]), false, false, out)
+}
+
+/// One recorded review, as written: its fields in the order they have always been written
+/// (sorted), each one's own fields in the order of its type.
 #[derive(serde::Serialize)]
 struct Line<'a> {
-    answer: Value,
+    answer: &'a Answer,
     endpoint: &'static str,
     request: Request<'a>,
     time: String,
-    webhooks: Value,
+    webhooks: &'a [Webhook],
     #[serde(skip_serializing_if = "WorldLine::is_empty")]
     world: WorldLine<'a>,
 }
@@ -176,7 +242,7 @@ struct Line<'a> {
 #[serde(rename_all = "camelCase")]
 struct WorldLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    namespace: Option<crate::recording::Namespace>,
+    namespace: Option<&'a crate::recording::Namespace>,
     /// As a Go duration (`10s`), as the caller gave it.
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout: Option<String>,
@@ -195,10 +261,10 @@ struct Redaction<'a> {
 }
 
 impl<'a> WorldLine<'a> {
-    fn of(world: &World, pointers: &'a [String], drop_user_info: bool) -> Self {
+    fn of(world: &'a World, pointers: &'a [String], drop_user_info: bool) -> Self {
         let redacted = !pointers.is_empty() || drop_user_info;
         WorldLine {
-            namespace: world.namespace.clone(),
+            namespace: world.namespace.as_ref(),
             timeout: world.timeout.map(crate::go::duration::format),
             redaction: redacted.then_some(Redaction { redact_pointers: pointers, drop_user_info }),
         }
@@ -217,12 +283,17 @@ enum Request<'a> {
     Parsed(Value),
 }
 
-/// The files of one recording directory.
+/// The files of one recording directory, and the batch of lines on its way to them.
 struct Files {
     limits: Limits,
     /// The file written to, and how many bytes it holds.
     current: Option<Current>,
     sequence: u64,
+    /// Lines encoded for the current file (or the one to begin) and not yet written: written
+    /// with one `write` by [`Files::flush`].
+    batch: Vec<u8>,
+    /// How many lines `batch` holds.
+    lines: u64,
 }
 
 /// The file being written.
@@ -244,48 +315,98 @@ impl Current {
 
 impl Files {
     /// The files of `limits.dir`, numbered on from the last one there; what a crash left is
-    /// mended (`compress::recover`) and the plain files left finished are compressed.
+    /// mended: a partial last line cut ([`cut_partial_line`]), the plain files left finished
+    /// compressed (`compress::recover`).
     fn open(limits: Limits, compressor: &Compressor) -> Self {
         let mut sequence = 0;
         if let Ok(files) = recordings(&limits.dir) {
             sequence = files.iter().filter_map(|(path, _)| sequence_of(path)).max().unwrap_or(0);
         }
         for left in compress::recover(&limits.dir) {
+            if let Err(error) = cut_partial_line(&left) {
+                tracing::warn!(error = format!("{error:#}"), "recording: a file left could not be mended");
+            }
             compressor.compress(left, &limits);
         }
-        Files { limits, current: None, sequence }
+        Files { limits, current: None, sequence, batch: Vec::new(), lines: 0 }
     }
 
-    fn append(&mut self, line: &[u8], compressor: &Compressor) -> anyhow::Result<()> {
-        // A line never splits: a file is full when the next line would take it past its bound.
-        let bound = self.limits.max_file_bytes;
-        let full = |current: &Current| current.size > 0 && current.size + line.len() as u64 > bound;
-        if self.current.as_ref().is_none_or(|current| full(current) || !current.still_there()) {
-            if let Some(finished) = self.current.take() {
-                if finished.still_there() {
-                    compressor.compress(finished.path, &self.limits);
-                }
-            }
+    /// Encodes one line into the batch with `encode`, which appends it (or nothing, failing).
+    /// A line never splits: when it would take the file past its bound, the lines before it
+    /// are written and the file finished, and it begins the next one. A batch of
+    /// [`BATCH_BYTES`] is written at once.
+    fn add(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> anyhow::Result<()>,
+        compressor: &Compressor,
+        status: &Status,
+    ) -> anyhow::Result<()> {
+        let start = self.batch.len();
+        encode(&mut self.batch)?;
+        let before = self.current.as_ref().map_or(0, |current| current.size) + start as u64;
+        let line = (self.batch.len() - start) as u64;
+        if before > 0 && before + line > self.limits.max_file_bytes {
+            let next = self.batch.split_off(start);
+            self.flush(compressor, status);
+            self.finish(compressor);
+            self.batch = next;
+        }
+        self.lines += 1;
+        if self.batch.len() >= BATCH_BYTES {
+            self.flush(compressor, status);
+        }
+        Ok(())
+    }
+
+    /// Writes the batch with one `write` to the current file (begun if there is none, or if it
+    /// is gone), and counts its lines written or failed.
+    fn flush(&mut self, compressor: &Compressor, status: &Status) {
+        if self.lines == 0 {
+            return;
+        }
+        let lines = std::mem::take(&mut self.lines);
+        let written = self.write_batch(compressor);
+        self.batch.clear();
+        match written {
+            Ok(()) => status.wrote(lines),
+            Err(error) => status.failed(lines, format!("{error:#}")),
+        }
+    }
+
+    fn write_batch(&mut self, compressor: &Compressor) -> anyhow::Result<()> {
+        if self.current.as_ref().is_none_or(|current| !current.still_there()) {
+            self.finish(compressor);
             self.current = Some(self.begin()?);
             self.trim()?;
         }
         let Some(current) = &mut self.current else { unreachable!("a file was just begun") };
-        if let Err(error) = current.file.write_all(line) {
-            // Begin afresh next time: the file may hold part of this line.
+        if let Err(error) = current.file.write_all(&self.batch) {
+            // What was written of the batch is cut, so that no partial line stays; the next
+            // batch begins a new file.
+            let _ = current.file.set_len(current.size);
+            if current.size == 0 {
+                let _ = fs::remove_file(&current.path);
+            }
             self.current = None;
             return Err(error).context("cannot write the recording");
         }
-        current.size += line.len() as u64;
+        current.size += self.batch.len() as u64;
         Ok(())
     }
 
-    /// Closes the current file and hands it to the compressor.
-    fn close(mut self, compressor: &Compressor) {
+    /// Hands the current file, if still there, to the compressor: the next line begins another.
+    fn finish(&mut self, compressor: &Compressor) {
         if let Some(finished) = self.current.take() {
             if finished.still_there() {
                 compressor.compress(finished.path, &self.limits);
             }
         }
+    }
+
+    /// Writes the batch, closes the current file and hands it to the compressor.
+    fn close(mut self, compressor: &Compressor, status: &Status) {
+        self.flush(compressor, status);
+        self.finish(compressor);
     }
 
     /// A new file, named after the time and a sequence number.
@@ -308,6 +429,45 @@ impl Files {
     fn trim(&self) -> anyhow::Result<()> {
         trim(&self.limits)
     }
+}
+
+/// Cuts a partial last line from the plain file `path` left by a crash or a full disk (a line
+/// is whole when it ends with its newline), so that the file holds whole lines only before it
+/// is compressed; a file left with nothing is removed. A file already gone is fine.
+fn cut_partial_line(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    let file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error).with_context(|| format!("cannot open {}", path.display())),
+    };
+    let size = file.metadata().with_context(|| format!("cannot read {}", path.display()))?.len();
+    // The last newline, read backwards a block at a time.
+    let mut block = vec![0; 64 << 10];
+    let mut end = size;
+    let mut whole = 0;
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let part = &mut block[..(end - start) as usize];
+        file.read_exact_at(part, start).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Some(at) = memchr::memrchr(b'\n', part) {
+            whole = start + at as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    if whole == size {
+        return Ok(());
+    }
+    tracing::warn!(
+        file = %path.display(),
+        bytes = size - whole,
+        "recording: a partial last line, left by a crash or a full disk, is cut"
+    );
+    if whole == 0 {
+        return fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()));
+    }
+    file.set_len(whole).with_context(|| format!("cannot cut {}", path.display()))
 }
 
 /// Removes the oldest files while all of them (compressed ones by their compressed size) hold
@@ -365,15 +525,47 @@ mod tests {
 
     use super::*;
 
+    /// Files of `limits` with nothing in them yet, as `Files::open` makes them for an empty
+    /// directory.
+    fn files(limits: Limits) -> Files {
+        Files { limits, current: None, sequence: 0, batch: Vec::new(), lines: 0 }
+    }
+
+    /// Adds `line` to the batch as an encoded entry would be.
+    fn add(files: &mut Files, line: &[u8], compressor: &Compressor, status: &Status) {
+        files
+            .add(
+                |batch| {
+                    batch.extend_from_slice(line);
+                    Ok(())
+                },
+                compressor,
+                status,
+            )
+            .unwrap();
+    }
+
+    /// One entry encoded alone, as `encode` appends it.
+    fn line(entry: Entry, redactor: &Redactor, drop_user_info: bool, parse: bool) -> anyhow::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        encode(entry, redactor, drop_user_info, parse, &mut out)?;
+        Ok(out)
+    }
+
+    /// Lines are bounded by file even within one batch: 20 lines of 49 bytes added at once
+    /// and written with one flush fill 10 files of two.
     #[test]
     fn files_rotate_at_their_bound_and_the_oldest_go_past_the_total() {
         let dir = tempfile::tempdir().unwrap();
         let limits = Limits { dir: dir.path().to_path_buf(), max_file_bytes: 100, max_total_bytes: 350 };
-        let mut files = Files { limits, current: None, sequence: 0 };
+        let mut files = files(limits);
+        let (compressor, status) = (Compressor::none(), Status::default());
         let line = [b'x'; 49];
         for _ in 0..20 {
-            files.append(&line, &Compressor::none()).unwrap();
+            add(&mut files, &line, &compressor, &status);
         }
+        files.flush(&compressor, &status);
+        assert_eq!(status.written.load(Ordering::Relaxed), 20);
         let kept = recordings(dir.path()).unwrap();
         // 20 lines of 49 bytes, two to a file: 10 files begun, the oldest removed until the
         // total (with the newest) is within 350 bytes.
@@ -411,8 +603,10 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(5));
             }
         };
+        let status = Status::default();
         for line in &written {
-            files.append(line.as_bytes(), &compressor).unwrap();
+            add(&mut files, line.as_bytes(), &compressor, &status);
+            files.flush(&compressor, &status);
             caught_up();
         }
         let kept = caught_up();
@@ -459,10 +653,10 @@ mod tests {
         };
         let redactor = Redactor::new(b"key", &[]);
         let received = br#"{"request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"}},"apiVersion":"admission.k8s.io/v1"}"#;
-        let raw = encode(entry(received), &redactor, false, false).unwrap();
+        let raw = line(entry(received), &redactor, false, false).unwrap();
         let text = String::from_utf8(raw.clone()).unwrap();
         assert!(text.contains(std::str::from_utf8(received).unwrap()), "{text}");
-        let parsed = encode(entry(received), &redactor, false, true).unwrap();
+        let parsed = line(entry(received), &redactor, false, true).unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&raw).unwrap(),
             serde_json::from_slice::<Value>(&parsed).unwrap()
@@ -473,7 +667,7 @@ mod tests {
             ),
             "{text}"
         );
-        let spanning = encode(entry(b"{\"request\":\n{\"uid\":\"u\"}}"), &redactor, false, false).unwrap();
+        let spanning = line(entry(b"{\"request\":\n{\"uid\":\"u\"}}"), &redactor, false, false).unwrap();
         assert_eq!(spanning.iter().filter(|byte| **byte == b'\n').count(), 1, "one line");
     }
 
@@ -498,19 +692,84 @@ mod tests {
         };
         let redactor = Redactor::new(b"key", &[]);
         for parse in [false, true] {
-            let error = encode(entry(b"{not json"), &redactor, false, parse).unwrap_err().to_string();
+            // Nothing of it in the batch it would have been added to.
+            let mut batch = b"{\"before\":1}\n".to_vec();
+            let error =
+                encode(entry(b"{not json"), &redactor, false, parse, &mut batch).unwrap_err().to_string();
             assert!(error.contains("could not be read again"), "{error}");
+            assert_eq!(batch, b"{\"before\":1}\n");
         }
         let request = br#"{"request":{"uid":"u","userInfo":{"username":"alice"}}}"#;
-        let line = encode(entry(request), &redactor, false, true).unwrap();
-        let record: Value = serde_json::from_slice(&line).unwrap();
+        let written = line(entry(request), &redactor, false, true).unwrap();
+        let record: Value = serde_json::from_slice(&written).unwrap();
         assert_eq!(record["request"]["request"]["uid"], "u");
         assert_eq!(record["request"]["request"]["userInfo"]["username"], "alice", "kept by default");
         let dropped: Value =
-            serde_json::from_slice(&encode(entry(request), &redactor, true, true).unwrap()).unwrap();
+            serde_json::from_slice(&line(entry(request), &redactor, true, true).unwrap()).unwrap();
         assert_eq!(dropped["request"]["request"].get("userInfo"), None, "dropUserInfo");
         assert_eq!(record["answer"]["patch"][0]["path"], "/a");
-        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(written.last(), Some(&b'\n'));
+    }
+
+    /// A batch's lines reach the disk together, with one write when it is flushed, and are
+    /// counted written then; a batch past `BATCH_BYTES` is written without waiting. Without
+    /// the batch, each line was written as it was added.
+    #[test]
+    fn a_batch_is_written_at_once_when_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits =
+            Limits { dir: dir.path().to_path_buf(), max_file_bytes: 64 << 20, max_total_bytes: 1 << 30 };
+        let mut files = files(limits);
+        let (compressor, status) = (Compressor::none(), Status::default());
+        for i in 0..3 {
+            add(&mut files, format!("{{\"line\":{i}}}\n").as_bytes(), &compressor, &status);
+        }
+        assert_eq!(recordings(dir.path()).unwrap(), [], "nothing on the disk before the flush");
+        assert_eq!(status.written.load(Ordering::Relaxed), 0);
+        files.flush(&compressor, &status);
+        let kept = recordings(dir.path()).unwrap();
+        assert_eq!(fs::read_to_string(&kept[0].0).unwrap(), "{\"line\":0}\n{\"line\":1}\n{\"line\":2}\n");
+        assert_eq!(status.written.load(Ordering::Relaxed), 3);
+
+        let big = vec![b'y'; BATCH_BYTES / 2];
+        add(&mut files, &big, &compressor, &status);
+        assert_eq!(status.written.load(Ordering::Relaxed), 3);
+        add(&mut files, &big, &compressor, &status);
+        assert_eq!(status.written.load(Ordering::Relaxed), 5, "a full batch is written at once");
+        assert_eq!(fs::metadata(&kept[0].0).unwrap().len(), 3 * 11 + BATCH_BYTES as u64);
+    }
+
+    /// A partial last line (no newline: a crash or a full disk cut it) is cut, wherever the
+    /// last newline is; a whole file is left as it is, a file with no whole line removed, a
+    /// file gone is fine. Opening the directory mends its files so before compressing them.
+    #[test]
+    fn a_partial_last_line_is_cut_when_the_directory_is_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("a\nb\npart".to_owned(), "a\nb\n"),
+            ("a\nb\n".to_owned(), "a\nb\n"),
+            // The last newline more than one block from the end.
+            (format!("a\n{}", "z".repeat(200_000)), "a\n"),
+        ];
+        for (i, (text, kept)) in cases.iter().enumerate() {
+            let path = dir.path().join(format!("reviews-000000000001-{i:06}.jsonl"));
+            fs::write(&path, text).unwrap();
+            cut_partial_line(&path).unwrap();
+            assert_eq!(fs::read_to_string(&path).unwrap(), *kept, "case {i}");
+        }
+        let nothing_whole = dir.path().join("reviews-000000000001-000009.jsonl");
+        fs::write(&nothing_whole, "{\"torn\":").unwrap();
+        cut_partial_line(&nothing_whole).unwrap();
+        assert!(!nothing_whole.exists());
+        cut_partial_line(&nothing_whole).unwrap();
+
+        let torn = dir.path().join("reviews-000000000002-000001.jsonl");
+        fs::write(&torn, "{\"whole\":1}\n{\"whole\":2}\n{\"tor").unwrap();
+        let limits =
+            Limits { dir: dir.path().to_path_buf(), max_file_bytes: 1 << 20, max_total_bytes: 1 << 30 };
+        let files = Files::open(limits, &Compressor::none());
+        assert_eq!(fs::read_to_string(&torn).unwrap(), "{\"whole\":1}\n{\"whole\":2}\n");
+        assert_eq!(files.sequence, 2, "numbered on from the last file there");
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub(crate) fn files(arguments: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
 #[derive(Debug)]
 pub(crate) enum Item {
     /// A recorded review, and the file it is in.
-    Record(Place, PathBuf, Record),
+    Record(Place, PathBuf, Box<Record>),
     /// A line that is not one: skipped, and said where and why.
     Skipped(Place, SkippedLine),
 }
@@ -225,7 +225,7 @@ impl Iterator for Reader {
                 }
                 Ok(Next::Line) if self.line.iter().all(u8::is_ascii_whitespace) => continue,
                 Ok(Next::Line) => match serde_json::from_slice::<Record>(&self.line) {
-                    Ok(record) => return Some(Ok(Item::Record(place, open.path.clone(), record))),
+                    Ok(record) => return Some(Ok(Item::Record(place, open.path.clone(), Box::new(record)))),
                     Err(error) => format!("not a recorded review: {error}"),
                 },
                 Ok(Next::TooLong) => format!("not a recorded review: longer than {MAX_LINE_BYTES} bytes"),
@@ -235,7 +235,8 @@ impl Iterator for Reader {
                 }
                 Err(error) => {
                     let problem = format!("cannot be read: {error}");
-                    let error = ReadError::Line { path: open.path.display().to_string(), line: open.line, problem };
+                    let error =
+                        ReadError::Line { path: open.path.display().to_string(), line: open.line, problem };
                     self.current = None;
                     self.files = Vec::new().into_iter();
                     return Some(Err(error));
@@ -407,7 +408,8 @@ mod tests {
         // Lines that do not compress to nothing, so that the cut falls among them.
         let lines: String = (0..200)
             .map(|i| {
-                let noise: String = (0..40).map(|j| char::from(b'a' + ((i * 7 + j * 13) % 26) as u8)).collect();
+                let noise: String =
+                    (0..40).map(|j| char::from(b'a' + ((i * 7 + j * 13) % 26) as u8)).collect();
                 line(&format!("u{i:03}-{noise}")) + "\n"
             })
             .collect();

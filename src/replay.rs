@@ -19,31 +19,35 @@
 //! [`MAX_DIFFERENCES`]).
 
 mod compare;
+mod compared;
 mod export;
+mod pace;
 mod record;
 mod redact;
+mod world;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use futures_util::StreamExt as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use compare::Said;
 pub(crate) use compare::{review_holds_redacted, Change, Kind};
-use compare::{Said, Turn};
+use compared::Compared;
+use pace::Pace;
 pub(crate) use record::SkippedLine;
-use record::{Item, Record, RecordedWorld};
+use record::{Item, Record};
+use world::{Aborted, Seen};
 
 use crate::cluster::Cluster;
 use crate::config::Snapshot;
 use crate::endpoint::Endpoint;
 use crate::pipeline::budget::Budget;
-use crate::pipeline::matching::NamespaceLabels;
-use crate::pipeline::outcome::{CallOutcome, CallerKind, Outcome};
+use crate::pipeline::outcome::{CallerKind, Outcome};
 use crate::pipeline::shadow::Shadows;
 use crate::review::decode::{self, IncomingReview};
 use crate::upstream::Clients;
@@ -398,7 +402,7 @@ async fn replay(
     let body = record.request.get().as_bytes();
     let review = decode::review(body).context("the recorded request is not a usable AdmissionReview")?;
     let request: Value = serde_json::from_slice(body).context("the recorded request is not JSON")?;
-    let world = Seen::of(&record.world, &review, fleets)?;
+    let world = Seen::of(&record.world, &review, fleets.recorded_world)?;
     let id = request_id(&review, endpoint);
     let export = fleets.exporting.then(|| request.clone());
     // What a fleet's patch writes into a Secret, hashed as the recording hashed it.
@@ -445,158 +449,6 @@ async fn replay(
     Ok((Replayed::Disagree(Box::new(difference)), export))
 }
 
-/// What is compared of an answer: all of it, or one webhook's or policy's turns.
-enum Compared {
-    Answer(Said),
-    Turns(Only, Vec<Turn>),
-}
-
-impl Compared {
-    fn recorded(record: &Record, only: Option<&Only>) -> Self {
-        let kind_of = |w: &record::RecordedWebhook| match w.kind.as_deref() {
-            Some("policy") => CallerKind::Policy,
-            _ => CallerKind::Webhook,
-        };
-        if let Some(only) = only {
-            let turns = record.webhooks.iter().filter(|w| only.is(kind_of(w), &w.name)).map(|w| Turn {
-                round: w.round,
-                outcome: w.outcome.clone(),
-                code: w.code,
-                mutated: w.mutated,
-                reason: w.reason.clone(),
-            });
-            return Compared::Turns(only.clone(), turns.collect());
-        }
-        let answer = &record.answer;
-        let errors = record.webhooks.iter().filter(|w| w.outcome == "error");
-        Compared::Answer(Said {
-            allowed: answer.allowed,
-            code: answer.code,
-            message: answer.message.as_deref().map(compare::cut),
-            warnings: answer.warnings.iter().map(|w| compare::cut(w)).collect(),
-            call_errors: errors.map(|w| call_error(kind_of(w), &w.name, w.reason.as_deref())).collect(),
-            patch: answer.patch.clone(),
-        })
-    }
-
-    fn candidate(outcome: &Outcome, only: Option<&Only>) -> Self {
-        if let Some(only) = only {
-            let turns = outcome.calls.iter().filter(|call| only.is(call.caller.kind(), call.caller.name()));
-            let turns = turns.map(|call| {
-                let (words, reason) = call.outcome.words();
-                Turn {
-                    round: call.round,
-                    outcome: words.to_owned(),
-                    code: call.code(),
-                    mutated: matches!(call.outcome, CallOutcome::Allowed { mutated: true }),
-                    reason: reason.map(str::to_owned),
-                }
-            });
-            return Compared::Turns(only.clone(), turns.collect());
-        }
-        let answer = &outcome.answer;
-        let status = answer.status.as_ref();
-        let errors = outcome.calls.iter().filter_map(|call| match call.outcome.words() {
-            ("error", reason) => Some(call_error(call.caller.kind(), call.caller.name(), reason)),
-            _ => None,
-        });
-        Compared::Answer(Said {
-            allowed: answer.allowed,
-            code: status.and_then(|s| s.code).unwrap_or(200),
-            message: status.and_then(|s| s.message.as_deref()).map(compare::cut),
-            warnings: answer.warnings.iter().map(|w| compare::cut(w)).collect(),
-            call_errors: errors.collect(),
-            patch: answer.patch.as_deref().and_then(|patch| serde_json::from_slice(patch).ok()),
-        })
-    }
-
-    /// How `other` disagrees with this (the recorded) one, on `review`.
-    fn disagrees(&self, other: &Compared, review: &Value) -> Option<(Kind, compare::ObjectDiff)> {
-        match (self, other) {
-            (Compared::Answer(recorded), Compared::Answer(candidate)) => {
-                let object = Some(&review["request"]["object"]).filter(|o| !o.is_null());
-                compare::answers(recorded, candidate, object)
-            }
-            (Compared::Turns(_, recorded), Compared::Turns(_, candidate)) => {
-                compare::turns(recorded, candidate).map(|kind| (kind, compare::ObjectDiff::default()))
-            }
-            _ => None,
-        }
-    }
-
-    /// As the report shows it.
-    fn shown(&self) -> Value {
-        match self {
-            Compared::Answer(said) => serde_json::to_value(said).unwrap_or_default(),
-            Compared::Turns(only, turns) => serde_json::json!({
-                only.kind.as_str(): only.name,
-                "matched": !turns.is_empty(),
-                "turns": turns,
-            }),
-        }
-    }
-}
-
-/// What a replayed review sees of the world: its recorded namespace and the caller's timeout.
-struct Seen {
-    namespace: Option<NamespaceLabels>,
-    timeout: Option<Duration>,
-}
-
-impl Seen {
-    /// The world of `record` for `review`, as `fleets` choose to see it. A recorded namespace
-    /// is taken only for the request's own namespace.
-    fn of(world: &RecordedWorld, review: &IncomingReview, fleets: &Fleets) -> anyhow::Result<Self> {
-        let namespace = world
-            .namespace
-            .as_ref()
-            .filter(|recorded| fleets.recorded_world && recorded.name == review.request.namespace)
-            .map(looked_up);
-        let timeout = match &world.timeout {
-            None => None,
-            Some(text) => {
-                let nanos = crate::go::duration::parse(text)
-                    .ok()
-                    .and_then(|nanos| u64::try_from(nanos).ok())
-                    .with_context(|| format!("the recorded timeout {text:?} is not a Go duration"))?;
-                Some(Duration::from_nanos(nanos))
-            }
-        };
-        Ok(Seen { namespace, timeout })
-    }
-}
-
-/// A call error as compared: `NAME: reason` for a webhook, `policy NAME: reason` for a policy.
-fn call_error(kind: CallerKind, name: &str, reason: Option<&str>) -> String {
-    let reason = reason.unwrap_or("error");
-    match kind {
-        CallerKind::Webhook => format!("{name}: {reason}"),
-        CallerKind::Policy => format!("policy {name}: {reason}"),
-    }
-}
-
-/// A recorded namespace lookup, to be made again as it was.
-fn looked_up(recorded: &crate::recording::Namespace) -> NamespaceLabels {
-    use crate::recording::NotFound;
-    match (&recorded.labels, recorded.not_found, &recorded.unavailable) {
-        (Some(labels), ..) => NamespaceLabels::Found(Arc::new(labels.clone())),
-        (None, Some(NotFound::Cluster), _) => NamespaceLabels::Missing { live: true },
-        (None, Some(NotFound::Configuration), _) => NamespaceLabels::Missing { live: false },
-        (None, None, Some(error)) => NamespaceLabels::Unavailable(error.clone()),
-        // Neither labels nor a reason: a namespace without labels.
-        (None, None, None) => NamespaceLabels::Found(Arc::default()),
-    }
-}
-
-/// Stops the cluster's watches when the replay ends.
-struct Aborted(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for Aborted {
-    fn drop(&mut self) {
-        self.0.iter().for_each(tokio::task::JoinHandle::abort);
-    }
-}
-
 /// One review through `snapshot`, as `review` runs it: the whole pipeline, real calls, its
 /// shadow calls awaited (so they never pile up), after waiting for its turn at the rate; with
 /// the world it saw, and its caller's deadline budget from the moment it is sent again.
@@ -641,39 +493,5 @@ fn request_id(review: &IncomingReview, endpoint: Endpoint) -> RequestId {
         resource: named,
         namespace: request.namespace.clone(),
         name: request.name.clone(),
-    }
-}
-
-/// At most `rate` reviews a second, whoever sends them.
-struct Pace {
-    ticks: tokio::sync::Mutex<tokio::time::Interval>,
-}
-
-impl Pace {
-    fn new(rate: u32) -> Self {
-        let period = Duration::from_secs(1) / rate.max(1);
-        let mut ticks = tokio::time::interval(period);
-        // Late ticks are not made up for with a burst.
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Pace { ticks: tokio::sync::Mutex::new(ticks) }
-    }
-
-    async fn wait(&self) {
-        self.ticks.lock().await.tick().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn the_pace_sends_at_most_rate_a_second() {
-        let pace = Pace::new(10);
-        let began = tokio::time::Instant::now();
-        for _ in 0..21 {
-            pace.wait().await;
-        }
-        assert_eq!(began.elapsed(), Duration::from_secs(2), "the first at once, then one each 100 ms");
     }
 }

@@ -38,6 +38,7 @@
 
 mod compress;
 pub(crate) mod redact;
+mod world_line;
 mod writer;
 
 use std::path::PathBuf;

@@ -33,6 +33,7 @@ mod session;
 mod tests;
 
 pub(crate) use cel_engine::check::CheckedType;
+pub(crate) use cel_engine::mutation::{MutationError, PatchType};
 pub(crate) use check::{Authz, Env, Returns};
 pub(crate) use convert::{json_value, request_value, CelValue};
 pub(crate) use runtime::{evaluate, Condition, Outcome, Variables, DEADLINE_PASSED};
@@ -63,6 +64,18 @@ fn registry() -> &'static cel_engine::Registry {
         registry
     })
 }
+/// The functions and types of a mutation's environment: [`registry`]'s, the patch types'
+/// literals and `jsonpatch.escapeKey` (k8s.io/apiserver `pkg/admission/plugin/cel/compile.go`).
+fn mutation_registry() -> &'static cel_engine::Registry {
+    static REGISTRY: OnceLock<cel_engine::Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut registry = cel_engine::library::standard();
+        authorizer::register(&mut registry);
+        cel_engine::mutation::register(&mut registry);
+        registry
+    })
+}
+
 /// Which of the request-dependent variables an expression reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Uses {

@@ -32,7 +32,7 @@ use crate::config::manifest::{
     LabelSelector, LabelSelectorRequirement, Namespace, RuleWithOperations, Webhook, WebhookConfiguration,
     WebhookConfigurationBody, WebhookKind,
 };
-use crate::config::policy::{FailurePolicy as PolicyFailure, Policy};
+use crate::config::policy::{FailurePolicy as PolicyFailure, Policy, PolicyKind};
 use crate::config::selector::{Labels, Selector};
 use crate::config::{compile, defaults, validate, Severity};
 
@@ -290,7 +290,8 @@ fn execute(args: &RegistrationArgs) -> Result<Built, Vec<String>> {
         return Err(lines);
     }
     let mut fleet: Vec<WebhookConfiguration> = objects.configurations.into_iter().map(|(_, c)| c).collect();
-    fleet.extend(policies.iter().filter(|p| !p.bindings.is_empty()).map(|p| as_validating(p)));
+    let bound = policies.validating.iter().chain(policies.mutating.iter()).filter(|p| !p.bindings.is_empty());
+    fleet.extend(bound.map(|p| as_webhook(p)));
     let namespaces: Vec<Namespace> = objects.namespaces.into_iter().map(|(_, n)| n).collect();
     let mut options = Options::from_args(args, ca_bundle, command_line(std::env::args_os()));
     // The same margin the gateway will keep back from the `?timeout=` this registration sets.
@@ -301,10 +302,14 @@ fn execute(args: &RegistrationArgs) -> Result<Built, Vec<String>> {
     Ok(built)
 }
 
-/// A bound ValidatingAdmissionPolicy as the validating webhook the registration must make room
-/// for: the resources its `matchConstraints` can match, its failurePolicy, evaluated in the
+/// A bound admission policy as the webhook of its phase the registration must make room for:
+/// the resources its `matchConstraints` can match, its failurePolicy, evaluated in the
 /// gateway (no call, so the shortest timeout).
-fn as_validating(policy: &Policy) -> WebhookConfiguration {
+fn as_webhook(policy: &Policy) -> WebhookConfiguration {
+    let kind = match policy.kind {
+        PolicyKind::Validating => WebhookKind::Validating,
+        PolicyKind::Mutating => WebhookKind::Mutating,
+    };
     let failure_policy = match policy.failure_policy {
         PolicyFailure::Ignore => "Ignore",
         PolicyFailure::Fail | PolicyFailure::Unrecognized(_) => "Fail",
@@ -324,10 +329,10 @@ fn as_validating(policy: &Policy) -> WebhookConfiguration {
         match_conditions: None,
     };
     WebhookConfiguration {
-        kind: WebhookKind::Validating,
+        kind,
         version: crate::config::manifest::ApiVersion::V1,
         metadata: crate::config::manifest::ObjectMeta {
-            name: format!("ValidatingAdmissionPolicy/{}", policy.name),
+            name: format!("{}/{}", policy.kind.policy(), policy.name),
             ..Default::default()
         },
         webhooks: vec![webhook],

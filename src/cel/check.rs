@@ -14,9 +14,10 @@
 
 use cel_engine::ast::{CallExpr, Expr, IdedExpr};
 use cel_engine::check::{display_errors, CheckError, CheckedType, TypeEnv};
+use cel_engine::mutation::PatchType;
 use cel_engine::Declarations;
 
-use super::{registry, Program, Uses};
+use super::{mutation_registry, registry, Program, Uses};
 
 /// The declared variables of the webhook environment (compile.go, `createEnvForOpts`).
 pub(super) const OBJECT: &str = "object";
@@ -67,7 +68,9 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
         Returns::StringOrNull => &[CheckedType::String, CheckedType::Null],
         Returns::Any => &[],
     };
-    if !expected.is_empty() {
+    if let Some(patch_type) = env.mutation {
+        cel_engine::mutation::check_mutation(patch_type, &checked.output)?;
+    } else if !expected.is_empty() {
         cel_engine::check::check_result_type(&checked.output, expected)?;
     }
     if let Some(error) = checked.instantiation_error {
@@ -82,7 +85,8 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
         SLOTS.iter().map(|n| if declared(n) { (*n).to_owned() } else { format!("@{n}") }).collect();
     let lazy = env.variables.clone().unwrap_or_default();
     let declarations = Declarations { variables, lazy: lazy.clone(), lazy_root: Some(VARIABLES.to_owned()) };
-    let program = cel_engine::compile(expression, &declarations, registry()).map_err(|error| {
+    let functions = if env.mutation.is_some() { mutation_registry() } else { registry() };
+    let program = cel_engine::compile(expression, &declarations, functions).map_err(|error| {
         if error.starts_with(cel_engine::compile::INSTANTIATION_FAILED) {
             error
         } else {
@@ -109,6 +113,9 @@ pub(super) fn compile_in(expression: &str, env: &Env) -> Result<Program, String>
 /// `variables.<name>` typed by each variable's checked expression.
 fn type_env(env: &Env) -> TypeEnv {
     let mut types = TypeEnv::admission(env.params, env.authorizer != Authz::Undeclared);
+    if env.mutation.is_some() {
+        types.with_mutation();
+    }
     if let Some(names) = &env.variables {
         types.with_variables();
         for (i, name) in names.iter().enumerate() {
@@ -153,6 +160,9 @@ pub(crate) struct Env {
     /// The checked types of `variables`, by index (`None`, or missing: it did not compile;
     /// the checker then sees `dyn`).
     pub(crate) variable_types: Vec<Option<CheckedType>>,
+    /// A MutatingAdmissionPolicy's mutation: the patch types and `jsonpatch.escapeKey` are
+    /// declared, and the result must be this patch type's (`cel_engine::mutation`).
+    pub(crate) mutation: Option<PatchType>,
 }
 
 #[derive(Default)]
@@ -278,6 +288,14 @@ impl Walker {
                     if let cel_engine::ast::EntryExpr::MapEntry(entry) = &entry.expr {
                         self.walk(&entry.key);
                         self.walk(&entry.value);
+                    }
+                }
+            }
+            // `JSONPatch{…}` and `Object…{…}` in a mutation: the checker resolved the type.
+            Expr::Struct(structure) if self.env.mutation.is_some() => {
+                for field in &structure.entries {
+                    if let cel_engine::ast::EntryExpr::StructField(field) = &field.expr {
+                        self.walk(&field.value);
                     }
                 }
             }

@@ -132,6 +132,30 @@ impl Session<'_> {
 
     /// Evaluates one expression of the current phase.
     pub(crate) fn eval(&mut self, program: &Program) -> Result<Evaluated, Failure> {
+        Ok(match self.eval_value(program)? {
+            Value::Bool(b) => Evaluated::Bool(b),
+            Value::String(s) => Evaluated::String(s.to_string()),
+            Value::Null => Evaluated::Null,
+            other => Evaluated::Other(other.type_name()),
+        })
+    }
+
+    /// Evaluates a mutation of the current phase and turns its value into the JSON its
+    /// patcher applies: a JSON Patch's operations or an apply configuration's object
+    /// (`cel_engine::mutation`); `Ok(Err(_))` when the value cannot be made one.
+    pub(crate) fn eval_mutation(
+        &mut self,
+        program: &Program,
+        patch_type: super::PatchType,
+    ) -> Result<Result<serde_json::Value, super::MutationError>, Failure> {
+        let value = self.eval_value(program)?;
+        Ok(match patch_type {
+            super::PatchType::JsonPatch => cel_engine::mutation::json_patch(&value),
+            super::PatchType::ApplyConfiguration => cel_engine::mutation::apply_configuration(&value),
+        })
+    }
+
+    fn eval_value(&mut self, program: &Program) -> Result<Value, Failure> {
         let mut meter = self.meter();
         let scope = Scope { session: self, program };
         let ran = run(program, &scope, &cel_engine::NoHost, &mut meter);
@@ -149,12 +173,7 @@ impl Session<'_> {
                 Err(Failure::Phase(format!("{DEADLINE_PASSED}, no further validation rules will be run")))
             }
             Ran::Error(error) => Err(Failure::Expression(error)),
-            Ran::Value(value) => Ok(match value {
-                Value::Bool(b) => Evaluated::Bool(b),
-                Value::String(s) => Evaluated::String(s.to_string()),
-                Value::Null => Evaluated::Null,
-                other => Evaluated::Other(other.type_name()),
-            }),
+            Ran::Value(value) => Ok(value),
         }
     }
 

@@ -699,6 +699,7 @@ fn policy_environments_declare_what_their_kind_of_expression_sees() {
         authorizer,
         result,
         variable_types: Vec::new(),
+        mutation: None,
     };
     let compiles = |expression: &str, env: &Env| compile_in(expression, env).map(|_| ());
     let validation = env(true, Some(&["a"]), Authz::Declared, Returns::Bool);

@@ -53,6 +53,8 @@ pub(crate) struct Snapshot {
     pub(crate) settings: super::Settings,
     /// The ValidatingAdmissionPolicies with their bindings and parameters.
     pub(crate) policies: Arc<super::policy::Policies>,
+    /// The MutatingAdmissionPolicies with their bindings and parameters.
+    pub(crate) mutating_policies: Arc<super::policy::Policies>,
 }
 
 /// The live snapshot: the only shared mutable state. One load per review.
@@ -167,6 +169,7 @@ impl Snapshot {
             documents: Default::default(),
             settings: super::Settings::default(),
             policies: Arc::default(),
+            mutating_policies: Arc::default(),
         }
     }
 }
@@ -231,10 +234,12 @@ fn compile(
     clients: &Clients,
     generation: u64,
     settings: super::Settings,
-    mut policies: super::policy::Policies,
+    policies: super::policy::Compiled,
 ) -> Snapshot {
     let equivalence = Arc::new(Equivalence::new(&settings.equivalent_resources));
+    let super::policy::Compiled { validating: mut policies, mutating: mut mutating_policies } = policies;
     policies.set_equivalence(Arc::clone(&equivalence));
+    mutating_policies.set_equivalence(Arc::clone(&equivalence));
     let mut configurations: Vec<WebhookConfiguration> =
         objects.configurations.into_iter().map(|(_, c)| c).collect();
     // Byte-wise name order, stable (docs/semantics.md §2.1).
@@ -269,6 +274,7 @@ fn compile(
         documents: objects.documents,
         settings,
         policies: Arc::new(policies),
+        mutating_policies: Arc::new(mutating_policies),
     }
 }
 

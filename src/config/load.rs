@@ -23,6 +23,7 @@ pub(super) mod strict;
 
 const ADMISSIONREGISTRATION_V1: &str = "admissionregistration.k8s.io/v1";
 const ADMISSIONREGISTRATION_V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
+const ADMISSIONREGISTRATION_V1ALPHA1: &str = "admissionregistration.k8s.io/v1alpha1";
 const CONFIG_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 /// A configuration file larger than this is refused rather than read.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -347,6 +348,16 @@ fn collect(at: &Document<'_>, document: Value, objects: &mut Objects, problems: 
             match kind.as_str() {
                 "ValidatingAdmissionPolicy" => objects.policy.policies.push(found),
                 _ => objects.policy.bindings.push(found),
+            }
+        }
+        (
+            ADMISSIONREGISTRATION_V1 | ADMISSIONREGISTRATION_V1BETA1 | ADMISSIONREGISTRATION_V1ALPHA1,
+            "MutatingAdmissionPolicy" | "MutatingAdmissionPolicyBinding",
+        ) => {
+            let found = policy::Found { file: source.file.clone(), object, value: document };
+            match kind.as_str() {
+                "MutatingAdmissionPolicy" => objects.policy.mutating_policies.push(found),
+                _ => objects.policy.mutating_bindings.push(found),
             }
         }
         ("", _) | (_, "") => problems.push(problem(

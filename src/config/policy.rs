@@ -1,8 +1,10 @@
-//! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding (and the parameter objects a
-//! `paramKind` names), loaded from the same sources as the fleet: defaulted and validated as the
+//! ValidatingAdmissionPolicy, MutatingAdmissionPolicy and their bindings (and the parameter
+//! objects a `paramKind` names), loaded from the same sources as the fleet: defaulted and validated as the
 //! API server does on create (`pkg/apis/admissionregistration/{v1/defaults.go,validation/validation.go}`
-//! in kubernetes/kubernetes), every problem named, expressions compiled once. Evaluated by
-//! `pipeline::policy`; docs/policies.md tells the whole story.
+//! in kubernetes/kubernetes), every problem named, expressions compiled once. Both kinds share
+//! this code: a [`Policies`] holds the policies of one [`PolicyKind`]. Evaluated by
+//! `pipeline::policy` (validating) and `pipeline::mutating_policy`; docs/policies.md tells
+//! the whole story.
 //!
 //! Order (docs/policies.md, "Order"): policies named `*.static.k8s.io` first, then the others,
 //! each group by name; a policy's bindings by name; parameters by namespace, then name.
@@ -13,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use super::compile::ReinvocationPolicy;
 use super::equivalence::Equivalence;
 use super::manifest::{ApiVersion, ObjectMeta, RuleWithOperations, WebhookConfiguration, WebhookKind};
 use super::mode::Mode;
@@ -25,6 +28,8 @@ pub(crate) mod manifest;
 use super::load::strict;
 use super::validate::{messages, names};
 mod compile;
+#[cfg(test)]
+mod mutating_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 mod validate;
@@ -49,12 +54,49 @@ pub(crate) struct Documents {
     pub(crate) policies: Vec<Found>,
     /// `ValidatingAdmissionPolicyBinding`, v1 or v1beta1.
     pub(crate) bindings: Vec<Found>,
+    /// `MutatingAdmissionPolicy`, v1, v1beta1 or v1alpha1.
+    pub(crate) mutating_policies: Vec<Found>,
+    /// `MutatingAdmissionPolicyBinding`, v1, v1beta1 or v1alpha1.
+    pub(crate) mutating_bindings: Vec<Found>,
     /// Every object of another kind: a parameter when a policy's `paramKind` names its kind,
     /// else refused as an unsupported object.
     pub(crate) others: Vec<Found>,
 }
 
-/// Every policy, binding and parameter, compiled; empty when none is configured.
+/// The two kinds of admission policy; one code path loads both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum PolicyKind {
+    #[default]
+    Validating,
+    Mutating,
+}
+
+impl PolicyKind {
+    pub(crate) fn policy(self) -> &'static str {
+        match self {
+            PolicyKind::Validating => "ValidatingAdmissionPolicy",
+            PolicyKind::Mutating => "MutatingAdmissionPolicy",
+        }
+    }
+
+    pub(crate) fn binding(self) -> &'static str {
+        match self {
+            PolicyKind::Validating => "ValidatingAdmissionPolicyBinding",
+            PolicyKind::Mutating => "MutatingAdmissionPolicyBinding",
+        }
+    }
+
+    /// The versions of `admissionregistration.k8s.io` the kind is read in (the API server
+    /// converts each to v1; their fields are the same).
+    fn versions(self) -> &'static [&'static str] {
+        match self {
+            PolicyKind::Validating => &["v1", "v1beta1"],
+            PolicyKind::Mutating => &["v1", "v1beta1", "v1alpha1"],
+        }
+    }
+}
+
+/// Every policy of one kind, binding and parameter, compiled; empty when none is configured.
 #[derive(Debug, Default)]
 pub(crate) struct Policies {
     policies: Vec<Arc<Policy>>,
@@ -76,6 +118,7 @@ const API_GROUP: &str = "admissionregistration.k8s.io";
 /// One policy with its bindings, compiled.
 #[derive(Debug)]
 pub(crate) struct Policy {
+    pub(crate) kind: PolicyKind,
     pub(crate) name: String,
     /// Named `*.static.k8s.io`: evaluated first, exempt from nothing but the auth reviews.
     pub(crate) is_static: bool,
@@ -91,6 +134,10 @@ pub(crate) struct Policy {
     pub(crate) variables: Vec<Declared>,
     pub(crate) validations: Vec<CompiledValidation>,
     pub(crate) audit_annotations: Vec<CompiledAuditAnnotation>,
+    /// A MutatingAdmissionPolicy's `spec.mutations`, in order.
+    pub(crate) mutations: Vec<CompiledMutation>,
+    /// A MutatingAdmissionPolicy's `spec.reinvocationPolicy` (unset acts as `Never`).
+    pub(crate) reinvocation: ReinvocationPolicy,
     /// In evaluation order (by name).
     pub(crate) bindings: Vec<Binding>,
     /// The configured parameters of `param_kind`.
@@ -107,6 +154,7 @@ impl Policy {
         self.match_conditions.iter().any(uses)
             || self.variables.iter().any(|v| v.program.as_ref().is_ok_and(|p| p.uses.authorizer))
             || self.validations.iter().any(|v| uses(&v.expression))
+            || self.mutations.iter().any(|m| m.expression.as_ref().is_some_and(uses))
     }
 
     /// The rules of `spec.matchConstraints.resourceRules`, as webhook rules (their
@@ -171,6 +219,15 @@ pub(crate) struct CompiledValidation {
     pub(crate) message_expression: Option<Expression>,
     /// As written; `None`: `Invalid`.
     pub(crate) reason: Option<String>,
+}
+
+/// One mutation: its patch type and expression; `expression` is `None` when the patch type's
+/// body is missing (refused at load; upstream then fails every request it matches with
+/// `expected N compiled evaluators`).
+#[derive(Clone, Debug)]
+pub(crate) struct CompiledMutation {
+    pub(crate) patch_type: cel::PatchType,
+    pub(crate) expression: Option<Expression>,
 }
 
 #[derive(Clone, Debug)]
@@ -324,27 +381,30 @@ impl Extend<Param> for ParamSet {
     }
 }
 
+/// The policies of both kinds, compiled.
+#[derive(Debug, Default)]
+pub(crate) struct Compiled {
+    pub(crate) validating: Policies,
+    pub(crate) mutating: Policies,
+}
+
 impl Policies {
     /// Compiles `documents`; every problem goes to `problems`, naming file, object, field and,
     /// for an expression, the expression. The policies are returned even when there are
     /// problems (the caller refuses the configuration then).
-    pub(crate) fn compile(documents: Documents, problems: &mut Vec<Problem>) -> Policies {
-        let mut read_policies: Vec<(Found, PolicyObject)> = Vec::new();
-        for found in documents.policies {
-            if let Some(object) = read::<PolicyObject>(&found, "ValidatingAdmissionPolicy", problems) {
-                read_policies.push((found, object));
-            }
-        }
-        let mut read_bindings: Vec<(Found, BindingObject)> = Vec::new();
-        for found in documents.bindings {
-            if let Some(object) = read::<BindingObject>(&found, "ValidatingAdmissionPolicyBinding", problems)
-            {
-                read_bindings.push((found, object));
-            }
-        }
+    pub(crate) fn compile(documents: Documents, problems: &mut Vec<Problem>) -> Compiled {
+        let validating = read_kind(PolicyKind::Validating, documents.policies, documents.bindings, problems);
+        let mutating = read_kind(
+            PolicyKind::Mutating,
+            documents.mutating_policies,
+            documents.mutating_bindings,
+            problems,
+        );
         // Parameters: objects whose apiVersion and kind some paramKind names.
-        let kinds: HashSet<(String, String)> = read_policies
+        let kinds: HashSet<(String, String)> = validating
+            .0
             .iter()
+            .chain(&mutating.0)
             .filter_map(|(_, p)| p.spec.param_kind.as_ref())
             .filter_map(|k| Some((k.api_version.clone()?, k.kind.clone()?)))
             .collect();
@@ -361,7 +421,7 @@ impl Policies {
                     webhook: None,
                     field: None,
                     message: format!(
-                        "unsupported object {api_version}, Kind={kind}: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, {} {}, or a v1 List of them",
+                        "unsupported object {api_version}, Kind={kind}: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, MutatingAdmissionPolicy or MutatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, {} {}, or a v1 List of them",
                         super::settings::API_VERSION,
                         super::settings::KIND
                     ),
@@ -379,49 +439,10 @@ impl Policies {
                 problems.push(Problem::in_object(&found.file, &found.object, finding));
             }
         }
-
-        // Names: unique per kind; static rules.
-        let mut names = HashSet::new();
-        let static_policies: HashSet<String> = read_policies
-            .iter()
-            .map(|(_, p)| p.metadata.name.clone())
-            .filter(|n| n.ends_with(STATIC_SUFFIX))
-            .collect();
-        let mut compiled: Vec<(Policy, Found)> = Vec::new();
-        for (found, object) in read_policies {
-            let mut findings = Vec::new();
-            if !object.metadata.name.is_empty() && !names.insert(object.metadata.name.clone()) {
-                findings.push(Finding::error("metadata.name", duplicate(&object.metadata.name)));
-            }
-            let key =
-                object.spec.param_kind.as_ref().and_then(|k| Some((k.api_version.clone()?, k.kind.clone()?)));
-            let own_params = key.and_then(|key| params.get(&key).cloned()).unwrap_or_default();
-            let policy = compile_policy(&object, own_params, &mut findings);
-            problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
-            compiled.push((policy, found));
+        Compiled {
+            validating: compile_kind(PolicyKind::Validating, validating, &params, problems),
+            mutating: compile_kind(PolicyKind::Mutating, mutating, &params, problems),
         }
-        let mut binding_names = HashSet::new();
-        let mut bindings: Vec<(String, Binding)> = Vec::new();
-        for (found, object) in read_bindings {
-            let mut findings = Vec::new();
-            if !object.metadata.name.is_empty() && !binding_names.insert(object.metadata.name.clone()) {
-                findings.push(Finding::error("metadata.name", duplicate(&object.metadata.name)));
-            }
-            let binding = compile_binding(&object, &static_policies, &mut findings);
-            problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
-            bindings.push((object.spec.policy_name.clone(), binding));
-        }
-        bindings.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-        let mut policies: Vec<Policy> = compiled.into_iter().map(|(p, _)| p).collect();
-        for policy in &mut policies {
-            policy.bindings =
-                bindings.iter().filter(|(name, _)| *name == policy.name).map(|(_, b)| b.clone()).collect();
-        }
-        policies.sort_by(|a, b| (!a.is_static, &a.name).cmp(&(!b.is_static, &b.name)));
-        let policies = policies.into_iter().map(Arc::new).collect();
-        let mut policies = Policies { policies, equivalence: None, index: RuleIndex::default() };
-        policies.index();
-        policies
     }
 
     /// Indexes each policy that has bindings by what its `matchConstraints` can match, as the
@@ -489,14 +510,98 @@ impl Policies {
     }
 }
 
-/// Reads `found` strictly as `T`; problems named.
-fn read<T: serde::de::DeserializeOwned>(found: &Found, kind: &str, problems: &mut Vec<Problem>) -> Option<T> {
+/// The policies and bindings of one kind, read.
+struct ReadKind(Vec<(Found, PolicyObject)>, Vec<(Found, BindingObject)>);
+
+fn read_kind(
+    kind: PolicyKind,
+    policies: Vec<Found>,
+    bindings: Vec<Found>,
+    problems: &mut Vec<Problem>,
+) -> ReadKind {
+    let policies = policies.into_iter().filter_map(|found| {
+        let object = read::<PolicyObject>(&found, kind, false, problems)?;
+        Some((found, object))
+    });
+    let policies = policies.collect();
+    let bindings = bindings.into_iter().filter_map(|found| {
+        let object = read::<BindingObject>(&found, kind, true, problems)?;
+        Some((found, object))
+    });
+    ReadKind(policies, bindings.collect())
+}
+
+/// Compiles the policies and bindings of one kind, with the parameters their paramKinds name.
+fn compile_kind(
+    kind: PolicyKind,
+    read: ReadKind,
+    params: &BTreeMap<(String, String), ParamSet>,
+    problems: &mut Vec<Problem>,
+) -> Policies {
+    let ReadKind(read_policies, read_bindings) = read;
+    // Names: unique per kind; static rules.
+    let mut names = HashSet::new();
+    let static_policies: HashSet<String> = read_policies
+        .iter()
+        .map(|(_, p)| p.metadata.name.clone())
+        .filter(|n| n.ends_with(STATIC_SUFFIX))
+        .collect();
+    let mut policies: Vec<Policy> = Vec::new();
+    for (found, object) in read_policies {
+        let mut findings = Vec::new();
+        if !object.metadata.name.is_empty() && !names.insert(object.metadata.name.clone()) {
+            findings.push(Finding::error("metadata.name", duplicate(&object.metadata.name)));
+        }
+        let key =
+            object.spec.param_kind.as_ref().and_then(|k| Some((k.api_version.clone()?, k.kind.clone()?)));
+        let own_params = key.and_then(|key| params.get(&key).cloned()).unwrap_or_default();
+        let policy = compile_policy(kind, &object, own_params, &mut findings);
+        problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
+        policies.push(policy);
+    }
+    let mut binding_names = HashSet::new();
+    let mut bindings: Vec<(String, Binding)> = Vec::new();
+    for (found, object) in read_bindings {
+        let mut findings = Vec::new();
+        if !object.metadata.name.is_empty() && !binding_names.insert(object.metadata.name.clone()) {
+            findings.push(Finding::error("metadata.name", duplicate(&object.metadata.name)));
+        }
+        let binding = compile_binding(kind, &object, &static_policies, &mut findings);
+        problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
+        bindings.push((object.spec.policy_name.clone(), binding));
+    }
+    bindings.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    for policy in &mut policies {
+        policy.bindings =
+            bindings.iter().filter(|(name, _)| *name == policy.name).map(|(_, b)| b.clone()).collect();
+    }
+    policies.sort_by(|a, b| (!a.is_static, &a.name).cmp(&(!b.is_static, &b.name)));
+    let policies = policies.into_iter().map(Arc::new).collect();
+    let mut policies = Policies { policies, equivalence: None, index: RuleIndex::default() };
+    policies.index();
+    policies
+}
+
+/// Reads `found` strictly as `T`, a policy or binding of `kind`; problems named.
+fn read<T: serde::de::DeserializeOwned>(
+    found: &Found,
+    kind: PolicyKind,
+    binding: bool,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
     let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let name = if binding { kind.binding() } else { kind.policy() };
     let mut findings = Vec::new();
-    if api_version != format!("{API_GROUP}/v1") && api_version != format!("{API_GROUP}/v1beta1") {
+    let versions = kind.versions();
+    if !versions.iter().any(|v| api_version == format!("{API_GROUP}/{v}")) {
+        let supported: Vec<String> = versions.iter().map(|v| format!("\"{API_GROUP}/{v}\"")).collect();
         findings.push(Finding::error(
             "apiVersion",
-            format!("Unsupported value: {}: supported values: \"{API_GROUP}/v1\", \"{API_GROUP}/v1beta1\" ({kind})", quote(api_version)),
+            format!(
+                "Unsupported value: {}: supported values: {} ({name})",
+                quote(api_version),
+                supported.join(", ")
+            ),
         ));
     }
     let object = match strict::strict::<T>(&found.value) {
@@ -507,6 +612,9 @@ fn read<T: serde::de::DeserializeOwned>(found: &Found, kind: &str, problems: &mu
         }
     };
     let ok = findings.is_empty();
+    // The other kind's fields: refused, the rest of the object still checked.
+    let foreign = manifest::foreign_fields(&found.value, kind == PolicyKind::Mutating, binding);
+    findings.extend(foreign.into_iter().map(|(field, message)| Finding::error(field, message)));
     problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
     object.filter(|_| ok)
 }

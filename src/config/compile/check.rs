@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use super::super::load::{self, Objects};
 use super::super::manifest::{WebhookConfiguration, WebhookKind};
 use super::super::mode::Mode;
-use super::super::policy::Policies;
+use super::super::policy::{Compiled, Policies};
 use super::super::settings::{self, Settings};
 use super::super::{defaults, equivalence, validate, ConfigError, Finding, Problem, Severity};
 use super::Inputs;
@@ -17,7 +17,7 @@ use super::Inputs;
 /// The objects of `inputs`, defaulted and validated, with the settings of their
 /// `GatewayConfig` and the cluster's resources, and the policies compiled; or every problem,
 /// when one is an error.
-pub(super) fn inputs(inputs: &Inputs) -> Result<(Objects, Settings, Policies, Vec<Problem>), ConfigError> {
+pub(super) fn inputs(inputs: &Inputs) -> Result<(Objects, Settings, Compiled, Vec<Problem>), ConfigError> {
     let mut problems = Vec::new();
     let mut objects = load::read_sources(&inputs.paths, &inputs.texts, &mut problems);
     let policies = check(&mut objects, &mut problems);
@@ -91,7 +91,7 @@ fn namespaces_needed(objects: &Objects, problems: &mut Vec<Problem>) {
 
 /// Reads, defaults and validates without compiling: the manifests as the API server would
 /// store them (Namespaces with their `kubernetes.io/metadata.name` label), and every problem.
-pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, Settings, Policies, Vec<Problem>) {
+pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, Settings, Compiled, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut objects = load::read_paths(paths, &mut problems);
     let policies = check(&mut objects, &mut problems);
@@ -100,7 +100,7 @@ pub(crate) fn read_checked(paths: &[PathBuf]) -> (Objects, Settings, Policies, V
 }
 
 /// Defaults and validates every object, adding the problems found; compiles the policies.
-fn check(objects: &mut Objects, problems: &mut Vec<Problem>) -> Policies {
+fn check(objects: &mut Objects, problems: &mut Vec<Problem>) -> Compiled {
     let mut seen: HashMap<(WebhookKind, String), PathBuf> = HashMap::new();
     for (source, config) in &mut objects.configurations {
         defaults::apply(config);

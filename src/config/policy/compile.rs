@@ -4,9 +4,14 @@
 
 use super::*;
 
-pub(super) fn compile_policy(object: &PolicyObject, params: ParamSet, findings: &mut Vec<Finding>) -> Policy {
+pub(super) fn compile_policy(
+    kind: PolicyKind,
+    object: &PolicyObject,
+    params: ParamSet,
+    findings: &mut Vec<Finding>,
+) -> Policy {
     let mut report = validate::Report::default();
-    validate::policy(object, &mut report);
+    validate::policy(object, kind, &mut report);
     let spec = &object.spec;
     let name = object.metadata.name.clone();
     let is_static = name.ends_with(STATIC_SUFFIX);
@@ -29,6 +34,7 @@ pub(super) fn compile_policy(object: &PolicyObject, params: ParamSet, findings: 
         authorizer,
         result,
         variable_types: types.to_vec(),
+        mutation: None,
     };
     // `text` as upstream compiles and quotes it: trimmed for matchConditions and audit
     // annotations, as written for the others.
@@ -123,9 +129,39 @@ pub(super) fn compile_policy(object: &PolicyObject, params: ParamSet, findings: 
             CompiledAuditAnnotation { key: a.key.clone(), value }
         })
         .collect();
-    let (mode, replaces) = annotations(&object.metadata.annotations, &mut report);
+    let mutations = spec
+        .mutations
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let (patch_type, body, field) = match m.patch_type.as_deref() {
+                Some("JSONPatch") => (cel::PatchType::JsonPatch, &m.json_patch, "jsonPatch"),
+                Some("ApplyConfiguration") => {
+                    (cel::PatchType::ApplyConfiguration, &m.apply_configuration, "applyConfiguration")
+                }
+                // Refused by validation.
+                _ => return None,
+            };
+            let expression = body.as_ref().map(|body| {
+                let env = Env {
+                    mutation: Some(patch_type),
+                    ..env(Some(variable_names.clone()), &variable_types, Authz::Declared, Returns::Any)
+                };
+                let at = format!("spec.mutations[{i}].{field}.expression");
+                compile(at, "", &body.expression, env, &mut report)
+            });
+            Some(CompiledMutation { patch_type, expression })
+        })
+        .collect();
+    let (mode, replaces) = annotations(kind, &object.metadata.annotations, &mut report);
     findings.extend(report.findings);
     Policy {
+        kind,
+        mutations,
+        reinvocation: match spec.reinvocation_policy.as_deref() {
+            Some("IfNeeded") => ReinvocationPolicy::IfNeeded,
+            _ => ReinvocationPolicy::Never,
+        },
         is_static,
         mode,
         replaces,
@@ -156,6 +192,7 @@ pub(super) fn compile_policy(object: &PolicyObject, params: ParamSet, findings: 
 
 /// The gateway's annotations: mode, canary share, the webhook replaced.
 fn annotations(
+    kind: PolicyKind,
     annotations: &BTreeMap<String, String>,
     report: &mut validate::Report,
 ) -> (Mode, Option<Replaces>) {
@@ -179,11 +216,15 @@ fn annotations(
                 && names::dns1123_subdomain(webhook).is_empty()
         });
         if parsed.is_none() {
+            let configuration = match kind {
+                PolicyKind::Validating => "ValidatingWebhookConfiguration",
+                PolicyKind::Mutating => "MutatingWebhookConfiguration",
+            };
             report.error(
                 &format!("metadata.annotations[{REPLACES_ANNOTATION}]"),
                 invalid(
                     &quote(value),
-                    "must be <configuration>/<webhook>: the name of a ValidatingWebhookConfiguration and of one of its webhooks",
+                    &format!("must be <configuration>/<webhook>: the name of a {configuration} and of one of its webhooks"),
                 ),
             );
         }
@@ -216,12 +257,13 @@ fn matcher(resources: &MatchResources) -> Matcher {
 }
 
 pub(super) fn compile_binding(
+    kind: PolicyKind,
     object: &BindingObject,
     static_policies: &HashSet<String>,
     findings: &mut Vec<Finding>,
 ) -> Binding {
     let mut report = validate::Report::default();
-    validate::binding(object, &mut report);
+    validate::binding(object, kind, &mut report);
     let spec = &object.spec;
     if object.metadata.name.ends_with(STATIC_SUFFIX) {
         if spec.param_ref.is_some() {

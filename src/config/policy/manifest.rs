@@ -1,7 +1,8 @@
-//! `ValidatingAdmissionPolicy` and `ValidatingAdmissionPolicyBinding` as serde types, field
-//! for field as `admissionregistration.k8s.io/v1` (v1beta1 has the same fields). As in
-//! `config::manifest`: enum-like fields are `String`s, optional fields `Option`s, unknown
-//! fields refused.
+//! `ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy` and their bindings as serde types,
+//! field for field as `admissionregistration.k8s.io/v1` (v1beta1, and v1alpha1 of the mutating
+//! kinds, have the same fields). One type serves both kinds: the fields of the other kind are
+//! refused after decoding as unknown ones (`foreign_fields`). As in `config::manifest`:
+//! enum-like fields are `String`s, optional fields `Option`s, unknown fields refused.
 
 use std::collections::BTreeMap;
 
@@ -49,6 +50,28 @@ pub(crate) struct PolicySpec {
     pub(crate) match_conditions: Vec<NamedExpression>,
     #[serde(default)]
     pub(crate) variables: Vec<NamedExpression>,
+    /// MutatingAdmissionPolicy only.
+    #[serde(default)]
+    pub(crate) mutations: Vec<Mutation>,
+    /// MutatingAdmissionPolicy only.
+    pub(crate) reinvocation_policy: Option<String>,
+}
+
+/// One entry of a MutatingAdmissionPolicy's `spec.mutations`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Mutation {
+    pub(crate) patch_type: Option<String>,
+    pub(crate) apply_configuration: Option<MutationExpression>,
+    pub(crate) json_patch: Option<MutationExpression>,
+}
+
+/// `ApplyConfiguration` and `JSONPatch`: an expression.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct MutationExpression {
+    #[serde(default)]
+    pub(crate) expression: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -149,6 +172,7 @@ pub(crate) struct BindingSpec {
     pub(crate) policy_name: String,
     pub(crate) param_ref: Option<ParamRef>,
     pub(crate) match_resources: Option<MatchResources>,
+    /// ValidatingAdmissionPolicyBinding only.
     #[serde(default)]
     pub(crate) validation_actions: Vec<String>,
 }
@@ -160,4 +184,25 @@ pub(crate) struct ParamRef {
     pub(crate) namespace: Option<String>,
     pub(crate) selector: Option<LabelSelector>,
     pub(crate) parameter_not_found_action: Option<String>,
+}
+
+/// The fields `value` (a policy or binding as written) has that its kind does not: each named
+/// as the strict decoder names an unknown field.
+pub(crate) fn foreign_fields(
+    value: &serde_json::Value,
+    mutating: bool,
+    binding: bool,
+) -> Vec<(String, String)> {
+    let foreign: &[&str] = match (mutating, binding) {
+        (false, false) => &["mutations", "reinvocationPolicy"],
+        (true, false) => &["validations", "auditAnnotations"],
+        (false, true) => &[],
+        (true, true) => &["validationActions"],
+    };
+    let Some(spec) = value.get("spec").and_then(serde_json::Value::as_object) else { return Vec::new() };
+    foreign
+        .iter()
+        .filter(|field| spec.contains_key(**field))
+        .map(|field| (format!("spec.{field}"), format!("unknown field {field:?}")))
+        .collect()
 }

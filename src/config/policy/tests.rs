@@ -34,14 +34,15 @@ pub(crate) fn compile(
         policies: policies.into_iter().map(found).collect(),
         bindings: bindings.into_iter().map(found).collect(),
         others: others.into_iter().map(found).collect(),
+        ..Documents::default()
     };
     let mut problems = Vec::new();
-    let policies = Policies::compile(documents, &mut problems);
+    let policies = Policies::compile(documents, &mut problems).validating;
     (policies, problems)
 }
 
 /// (object, field, message) of each problem.
-fn described(problems: &[Problem]) -> Vec<(String, String, String)> {
+pub(crate) fn described(problems: &[Problem]) -> Vec<(String, String, String)> {
     problems
         .iter()
         .map(|p| {
@@ -324,7 +325,7 @@ fn objects_no_param_kind_names_are_refused() {
     );
     assert_eq!(
         problems[0].message,
-        "unsupported object v1, Kind=ConfigMap: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, admission-gateway/v1alpha1 GatewayConfig, or a v1 List of them"
+        "unsupported object v1, Kind=ConfigMap: expected admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, MutatingAdmissionPolicy or MutatingAdmissionPolicyBinding, v1 Namespace, an object a policy's paramKind names, admission-gateway/v1alpha1 GatewayConfig, or a v1 List of them"
     );
 }
 

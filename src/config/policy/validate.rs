@@ -1,7 +1,9 @@
-//! Create-time validation of policies and bindings, as `ValidateValidatingAdmissionPolicy` and
-//! `ValidateValidatingAdmissionPolicyBinding` (`kubernetes/kubernetes`
+//! Create-time validation of policies and bindings, as `ValidateValidatingAdmissionPolicy`,
+//! `ValidateMutatingAdmissionPolicy` and their bindings' (`kubernetes/kubernetes`
 //! `pkg/apis/admissionregistration/validation/validation.go`): every problem, in upstream's
-//! order of checks, with `field.Error` texts. Rules and selectors are checked by the webhook
+//! order of checks, with `field.Error` texts. The two kinds share everything but what only
+//! one has (validations and audit annotations, validation actions; mutations, the
+//! reinvocation policy and the operations a mutating policy may match). Rules and selectors are checked by the webhook
 //! validation (`config::validate`), so their texts are the same.
 
 use std::collections::HashSet;
@@ -9,6 +11,7 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::manifest::{BindingObject, MatchResources, NamedRule, PolicyObject};
+use super::PolicyKind;
 use crate::config::manifest::{LabelSelector, Webhook, WebhookConfiguration, WebhookKind};
 use crate::config::{validate as webhooks, Finding};
 
@@ -20,6 +23,10 @@ const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge"];
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
 const NOT_FOUND_ACTIONS: &[&str] = &["Deny", "Allow"];
+const PATCH_TYPES: &[&str] = &["ApplyConfiguration", "JSONPatch"];
+const REINVOCATION_POLICIES: &[&str] = &["Never", "IfNeeded"];
+/// What a MutatingAdmissionPolicy's rules may match: it never sees a DELETE.
+const MUTATING_OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "UPDATE"];
 const MAX_MATCH_CONDITIONS: usize = 64;
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// `maxAuditAnnotationValueExpressionLength`.
@@ -62,7 +69,7 @@ impl Report {
 }
 
 /// Everything but the expressions (compiled by the caller, which reports their errors here).
-pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
+pub(crate) fn policy(policy: &PolicyObject, kind: PolicyKind, r: &mut Report) {
     let name = &policy.metadata.name;
     if name.is_empty() {
         r.error("metadata.name", required("name or generateName is required"));
@@ -100,6 +107,9 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
             if constraints.resource_rules.is_empty() {
                 r.error("spec.matchConstraints.resourceRules", required(""));
             }
+            if kind == PolicyKind::Mutating {
+                mutating_operations(constraints, "spec.matchConstraints", r);
+            }
         }
     }
     if spec.match_conditions.len() > MAX_MATCH_CONDITIONS {
@@ -135,6 +145,9 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
         if variable.expression.trim().is_empty() {
             r.error(&format!("{at}.expression"), required("expression is not specified"));
         }
+    }
+    if kind == PolicyKind::Mutating {
+        return mutations(policy, r);
     }
     if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
         let detail = "validations or auditAnnotations must contain at least one item";
@@ -211,8 +224,73 @@ pub(crate) fn policy(policy: &PolicyObject, r: &mut Report) {
     }
 }
 
+/// A MutatingAdmissionPolicy's `spec.mutations` (their expressions compiled by the caller) and
+/// `spec.reinvocationPolicy`, which has no default.
+fn mutations(policy: &PolicyObject, r: &mut Report) {
+    let spec = &policy.spec;
+    if spec.mutations.is_empty() {
+        r.error("spec.mutations", required("mutations must contain at least one item"));
+    }
+    for (i, mutation) in spec.mutations.iter().enumerate() {
+        let at = format!("spec.mutations[{i}]");
+        let bodies = [
+            ("JSONPatch", "jsonPatch", &mutation.json_patch),
+            ("ApplyConfiguration", "applyConfiguration", &mutation.apply_configuration),
+        ];
+        match mutation.patch_type.as_deref() {
+            None | Some("") => r.error(&format!("{at}.patchType"), required("")),
+            Some(patch_type) if !PATCH_TYPES.contains(&patch_type) => {
+                r.error(&format!("{at}.patchType"), not_supported(patch_type, PATCH_TYPES))
+            }
+            Some(patch_type) => {
+                for (of, field, body) in bodies {
+                    match (of == patch_type, body) {
+                        (true, None) => r.error(
+                            &format!("{at}.{field}"),
+                            required(&format!("must be specified when patchType is {patch_type}")),
+                        ),
+                        (true, Some(body)) if body.expression.trim().is_empty() => {
+                            r.error(&format!("{at}.{field}.expression"), required(""))
+                        }
+                        (false, Some(_)) => r.error(
+                            &format!("{at}.{field}"),
+                            invalid(
+                                &quote(&format!("{{{field}}}")),
+                                &format!("must not be specified when patchType is {patch_type}"),
+                            ),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    match spec.reinvocation_policy.as_deref() {
+        None | Some("") => r.error("spec.reinvocationPolicy", required("")),
+        Some(policy) if !REINVOCATION_POLICIES.contains(&policy) => {
+            r.error("spec.reinvocationPolicy", not_supported(policy, REINVOCATION_POLICIES))
+        }
+        Some(_) => {}
+    }
+}
+
+/// A mutating policy's or binding's rules may not name DELETE (nor anything but `*`,
+/// CONNECT, CREATE, UPDATE): the error's path has no index, as upstream's.
+fn mutating_operations(resources: &MatchResources, at: &str, r: &mut Report) {
+    for rule in &resources.resource_rules {
+        for operation in &rule.operations {
+            if !MUTATING_OPERATIONS.contains(&operation.as_str()) {
+                r.error(
+                    &format!("{at}.resourceRules.operations"),
+                    not_supported(operation, MUTATING_OPERATIONS),
+                );
+            }
+        }
+    }
+}
+
 /// A binding, whole.
-pub(crate) fn binding(binding: &BindingObject, r: &mut Report) {
+pub(crate) fn binding(binding: &BindingObject, kind: PolicyKind, r: &mut Report) {
     let name = &binding.metadata.name;
     if name.is_empty() {
         r.error("metadata.name", required("name or generateName is required"));
@@ -260,6 +338,12 @@ pub(crate) fn binding(binding: &BindingObject, r: &mut Report) {
     }
     if let Some(resources) = &spec.match_resources {
         match_resources(resources, "spec.matchResources", r);
+        if kind == PolicyKind::Mutating {
+            mutating_operations(resources, "spec.matchResources", r);
+        }
+    }
+    if kind == PolicyKind::Mutating {
+        return;
     }
     let actions = &spec.validation_actions;
     let mut seen = HashSet::new();

@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(review_decode json_patch config_load go_compat label_selector cel_eval)
+[ ${#targets[@]} -gt 0 ] || targets=(review_decode json_patch config_load go_compat label_selector cel_eval mutating_policy)
 export RUSTC_BOOTSTRAP=1
 # cargo fuzz has no --locked: fail here instead if fuzz/Cargo.lock is not current.
 cargo metadata --locked --format-version 1 >/dev/null

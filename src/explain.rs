@@ -67,6 +67,7 @@ pub(crate) enum Step {
     /// A ValidatingAdmissionPolicy evaluated: which bindings matched, and why each
     /// validation passed or failed.
     Policy {
+        phase: Phase,
         policy: String,
         mode: &'static str,
         steps: Vec<String>,
@@ -149,9 +150,13 @@ impl fmt::Display for Explanation {
                 Step::NotCalled { phase, configuration, webhook, round, outcome } => {
                     writeln!(f, "  {phase:?} round {round}: not called {configuration}/{webhook}: {outcome}")?
                 }
-                Step::Policy { policy, mode, steps } => {
+                Step::Policy { phase, policy, mode, steps } => {
                     let mode = if *mode == "enforce" { String::new() } else { format!(" (mode {mode})") };
-                    writeln!(f, "  Validating: policy {policy}{mode}")?;
+                    let phase = match phase {
+                        Phase::Mutating => "Mutating",
+                        Phase::Validating => "Validating",
+                    };
+                    writeln!(f, "  {phase}: policy {policy}{mode}")?;
                     for step in steps {
                         writeln!(f, "      {step}")?;
                     }

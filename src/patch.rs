@@ -184,7 +184,17 @@ impl Patch {
     /// The patch applied a few operations at a time ([`Application::run`]), so that a long
     /// patch can stop at a deadline and let other work run between its slices.
     pub(crate) fn application(&self) -> Application<'_> {
-        Application { patch: self, next: 0, copied: 0 }
+        Application { patch: self, next: 0, copied: 0, v5: false }
+    }
+
+    /// Applies the operations as `github.com/evanphx/json-patch/v5` does with its default
+    /// options, as a MutatingAdmissionPolicy's JSON Patch is applied (k8s.io/apiserver
+    /// `pkg/admission/plugin/policy/mutating/patch/json_patch.go`). Two differences from v4:
+    /// `replace` of a missing object member fails (`doc is missing key`), and `test` finds a
+    /// missing member only equal to no value at all, so a `test` with `value: null` never
+    /// passes. [`ApplyError::TestFailed`] is the failed test the plugin treats as a no-op.
+    pub(crate) fn apply_v5(&self, doc: &mut Value) -> Result<(), ApplyError> {
+        Application { patch: self, next: 0, copied: 0, v5: true }.run(doc, usize::MAX)
     }
 }
 
@@ -200,6 +210,8 @@ pub(crate) struct Application<'p> {
     next: usize,
     /// The bytes `copy` operations have duplicated so far ([`MAX_COPY_BYTES`]).
     copied: u64,
+    /// evanphx/json-patch v5's `replace` and `test` ([`Patch::apply_v5`]).
+    v5: bool,
 }
 
 impl Application<'_> {
@@ -227,9 +239,9 @@ impl Application<'_> {
             match kind(operation).as_str() {
                 "add" => add(operation, doc)?,
                 "remove" => remove(operation, doc)?,
-                "replace" => replace(operation, doc)?,
+                "replace" => replace(operation, doc, self.v5)?,
                 "move" => move_(operation, doc)?,
-                "test" => test(operation, doc)?,
+                "test" => test(operation, doc, self.v5)?,
                 "copy" => copy(operation, doc, &mut self.copied)?,
                 other => return Err(ApplyError::UnexpectedKind(other.to_owned())),
             }

@@ -26,6 +26,7 @@ pub(crate) mod judge;
 pub(crate) mod matching;
 pub(crate) mod modes;
 pub(crate) mod mutate;
+pub(crate) mod mutating_policies;
 pub(crate) mod object;
 pub(crate) mod observe;
 pub(crate) mod outcome;

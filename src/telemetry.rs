@@ -34,6 +34,10 @@ pub(crate) mod names {
     pub(crate) const POLICY_CHECKS: &str = "apiserver_validating_admission_policy_check_total";
     pub(crate) const POLICY_CHECK_DURATION: &str =
         "apiserver_validating_admission_policy_check_duration_seconds";
+    // …/plugin/policy/mutating/metrics/metrics.go.
+    pub(crate) const MUTATING_POLICY_CHECKS: &str = "apiserver_mutating_admission_policy_check_total";
+    pub(crate) const MUTATING_POLICY_CHECK_DURATION: &str =
+        "apiserver_mutating_admission_policy_check_duration_seconds";
 
     // The gateway's own families.
     pub(crate) const REVIEWS: &str = "admission_gateway_reviews_total";
@@ -102,6 +106,7 @@ pub(crate) fn recorder() -> &'static PrometheusHandle {
             (names::MATCH_CONDITION_DURATION, CONDITION_BUCKETS),
             (names::REVIEW_GATEWAY_DURATION, GATEWAY_BUCKETS),
             (names::POLICY_CHECK_DURATION, POLICY_CHECK_BUCKETS),
+            (names::MUTATING_POLICY_CHECK_DURATION, POLICY_CHECK_BUCKETS),
             (names::POLICY_DURATION, GATEWAY_BUCKETS),
         ]
         .into_iter()
@@ -174,6 +179,15 @@ fn describe() {
         names::POLICY_CHECK_DURATION,
         Unit::Seconds,
         "Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding and enforcement action taken."
+    );
+    describe_counter!(
+        names::MUTATING_POLICY_CHECKS,
+        "Mutation admission policy check total, labeled by policy and further identified by binding."
+    );
+    describe_histogram!(
+        names::MUTATING_POLICY_CHECK_DURATION,
+        Unit::Seconds,
+        "Mutation admission latency for individual mutation expressions in seconds, labeled by policy and binding."
     );
     describe_histogram!(
         names::POLICY_DURATION,

@@ -100,15 +100,17 @@ fn unfilled_placeholders(problems: &[Problem]) -> Vec<String> {
 }
 
 fn counts(snapshot: &Snapshot) -> (usize, usize, usize, usize) {
-    let policies = snapshot.policies.iter().count();
+    let policies = snapshot.policies.iter().count() + snapshot.mutating_policies.iter().count();
     (snapshot.mutating.len(), snapshot.validating.len(), snapshot.namespaces.len(), policies)
 }
 
 /// A configuration with no webhook and no policy at all is almost always a mistake (a wrong
 /// path, an empty ConfigMap): an error unless `--allow-empty`.
 fn empty_fleet(snapshot: &Snapshot, args: &CheckArgs) -> Option<Problem> {
-    let empty =
-        snapshot.mutating.is_empty() && snapshot.validating.is_empty() && snapshot.policies.is_empty();
+    let empty = snapshot.mutating.is_empty()
+        && snapshot.validating.is_empty()
+        && snapshot.policies.is_empty()
+        && snapshot.mutating_policies.is_empty();
     empty.then(|| Problem {
         severity: Severity::Error,
         file: args.config.paths.first().cloned().unwrap_or_default(),

@@ -264,8 +264,13 @@ fn unsafe_replacement(live: &Snapshot, next: &Snapshot, inputs: &Inputs) -> Opti
         }
     }
     // Policies decide too: a configuration left with neither allows every request.
-    let had_webhooks = !live.mutating.is_empty() || !live.validating.is_empty() || !live.policies.is_empty();
-    let has_webhooks = !next.mutating.is_empty() || !next.validating.is_empty() || !next.policies.is_empty();
+    let deciders = |s: &Snapshot| {
+        !s.mutating.is_empty()
+            || !s.validating.is_empty()
+            || !s.policies.is_empty()
+            || !s.mutating_policies.is_empty()
+    };
+    let (had_webhooks, has_webhooks) = (deciders(live), deciders(next));
     if had_webhooks && !has_webhooks && !next.settings.allow_empty_fleet {
         let file = inputs
             .paths
@@ -282,7 +287,7 @@ fn unsafe_replacement(live: &Snapshot, next: &Snapshot, inputs: &Inputs) -> Opti
             message: format!(
                 "the new configuration has no webhooks and no policies where {} webhooks and {} policies are served: refused, as it would allow every request; set allowEmptyFleet: true in the GatewayConfig to empty the fleet on purpose",
                 live.mutating.len() + live.validating.len(),
-                live.policies.iter().count()
+                live.policies.iter().count() + live.mutating_policies.iter().count()
             ),
         });
     }

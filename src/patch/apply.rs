@@ -30,7 +30,8 @@ pub(super) fn remove(operation: &Operation, doc: &mut Value) -> Result<(), Apply
     Ok(())
 }
 
-pub(super) fn replace(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
+/// `v5`: a missing object member is not added but an error (`doc is missing key`).
+pub(super) fn replace(operation: &Operation, doc: &mut Value, v5: bool) -> Result<(), ApplyError> {
     let path = pointer(operation, "replace", "path")?;
     let value = value_of(operation)?;
     if path.is_empty() {
@@ -43,6 +44,9 @@ pub(super) fn replace(operation: &Operation, doc: &mut Value) -> Result<(), Appl
     let Some((parent, key)) = find_parent(doc, &path) else {
         return Err(ApplyError::ReplaceMissingPath(path));
     };
+    if v5 && matches!(&parent, Parent::Object(map) if !map.contains_key(key.as_ref())) {
+        return Err(ApplyError::ReplaceMissingKey(path));
+    }
     replace_in(parent, key, value.unwrap_or(Value::Null))
         .map_err(|_| ApplyError::ReplaceMissingKey(path.clone()))
 }
@@ -77,7 +81,9 @@ pub(super) fn move_(operation: &Operation, doc: &mut Value) -> Result<(), ApplyE
     parent.add(key, value).map_err(failed_in("move", &path))
 }
 
-pub(super) fn test(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
+/// `v5`: a member that is there, `null` included, never equals `null`; a missing one equals
+/// only an operation without `value` (the CEL-made `JSONPatch` always has one).
+pub(super) fn test(operation: &Operation, doc: &mut Value, v5: bool) -> Result<(), ApplyError> {
     let path = pointer(operation, "test", "path")?;
     let expected = value_of(operation)?;
     let passed = if path.is_empty() {
@@ -86,7 +92,10 @@ pub(super) fn test(operation: &Operation, doc: &mut Value) -> Result<(), ApplyEr
         let Some((parent, key)) = find_parent(doc, &path) else {
             return Err(ApplyError::TestMissingPath(path));
         };
-        match (parent.get(&key).map_err(failed_in("test", &path))?, expected) {
+        let found = parent.get(&key).map_err(failed_in("test", &path))?;
+        match (found, expected) {
+            (None, expected) if v5 => expected.is_none(),
+            (Some(Value::Null), _) if v5 => false,
             // Go: a missing member and a `null` one are both a nil node, which only `null` (or
             // no `value` at all) matches.
             (None | Some(Value::Null), expected) => matches!(expected, None | Some(Value::Null)),

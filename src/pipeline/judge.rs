@@ -13,6 +13,7 @@ use super::call::{Attempt, Called};
 use super::context::Review;
 use super::modes::CallMode;
 use super::outcome::{CallOutcome, CallRecord, Caller};
+use super::policy::mutating::MutatingResult;
 use super::policy::{self, PolicyResult};
 use super::verdict::{self, Judgement};
 use super::{observe, patching};
@@ -319,6 +320,7 @@ impl Review<'_> {
     pub(crate) fn judge_policy(&mut self, result: &PolicyResult, mode: CallMode) -> bool {
         observe::policy_evaluated(result, mode, self.request.operation().as_str(), &self.trace);
         self.explanation.record(|| Step::Policy {
+            phase: Phase::Validating,
             policy: result.policy.name.clone(),
             mode: mode.as_str(),
             steps: result.steps.clone(),
@@ -366,6 +368,38 @@ impl Review<'_> {
             });
         }
         enforced
+    }
+
+    /// A mutating policy's turn in round `round`, judged as [`Review::judge_policy`] judges a
+    /// validating one: observed, explained, and a call record when it acted on the request
+    /// (a binding matched, or an error was collected or ignored). Its mutations reached the
+    /// object already when its mode applies them (`policy::mutating::dispatch`).
+    pub(crate) fn judge_mutating_policy(&mut self, result: &MutatingResult, mode: CallMode, round: u8) {
+        observe::mutating_policy_evaluated(result, mode, self.request.operation().as_str(), &self.trace);
+        self.explanation.record(|| Step::Policy {
+            phase: Phase::Mutating,
+            policy: result.policy.name.clone(),
+            mode: mode.as_str(),
+            steps: result.steps.clone(),
+        });
+        if matches!(mode, CallMode::Shadow(_)) || !(result.matched || result.failed_open || result.errors > 0)
+        {
+            return;
+        }
+        let outcome = match (result.errors > 0, result.failed_open) {
+            (true, _) => CallOutcome::Denied { code: 403 },
+            (false, true) => CallOutcome::Error { reason: "policy_error", code: 0, failed_open: true },
+            (false, false) => CallOutcome::Allowed { mutated: result.mutated },
+        };
+        self.calls.push(CallRecord {
+            caller: Caller::Policy(Arc::clone(&result.policy)),
+            phase: Phase::Mutating,
+            round,
+            outcome,
+            latency: result.elapsed,
+            sent: true,
+            mode,
+        });
     }
 
     /// What a webhook's answer leaves behind whatever its verdict: its audit annotations and

@@ -1,8 +1,10 @@
-//! Stage 2: the mutating chain (docs/semantics.md §10) with reinvocation (§11).
+//! Stage 2: the mutating chain (docs/semantics.md §10) with reinvocation (§11): the
+//! MutatingAdmissionPolicies, then the webhooks, in each round.
 //!
 //! Webhooks run one after another in configuration order, each seeing the object as patched
-//! by the ones before. If any webhook changed the object in round 0, round 1 calls again the
-//! `IfNeeded` webhooks that a later webhook's change scheduled; there is never a round 2.
+//! by the policies and the webhooks before. If any webhook changed the object in round 0, or a
+//! policy's mutation succeeded, round 1 runs the policies scheduled for it and calls again the
+//! `IfNeeded` webhooks that a later change scheduled; there is never a round 2.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -12,6 +14,8 @@ use super::context::Review;
 use super::judge::Turn;
 use super::matching::{self, Skip};
 use super::modes::CallMode;
+use super::mutating_policies;
+use super::policy::mutating::{self, Rounds};
 use super::shadow;
 use super::verdict::Judgement;
 use crate::config::compile::{Hook, ReinvocationPolicy};
@@ -29,18 +33,30 @@ struct Reinvocation {
     scheduled: HashSet<String>,
 }
 
-/// Runs every matching mutating webhook; `Err` is the status the request fails with.
+/// Runs the mutating phase: in each round the mutating policies, then every matching
+/// mutating webhook; `Err` is the status the request fails with.
+///
+/// Round 1 runs when a webhook changed the object in round 0 or the policies asked for it
+/// (any of their mutations succeeded: `policy::mutating`). The policies keep their own
+/// reinvocation state; the webhooks see a change the policies made in round 1 as one by
+/// another plugin, which schedules every `IfNeeded` webhook invoked so far (upstream's
+/// `IsOutputChangedSinceLastWebhookInvocation`).
 pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
-    if let Some(reason) = matching::exempt::from_webhooks(review.request) {
+    let exempt = matching::exempt::from_webhooks(review.request);
+    if let Some(reason) = exempt {
         review.explanation.record(|| Step::Exempt { phase: PHASE, reason: reason.into() });
-        return Ok(());
     }
-    let candidates = review.candidates(PHASE);
+    let candidates = if exempt.is_none() { review.candidates(PHASE) } else { Vec::new() };
+    let mut rounds = Rounds::default();
     let mut reinvocation = Reinvocation::default();
     let mut changed_in_round_0 = false;
     for round in 0..=1u8 {
-        if round == 1 && !changed_in_round_0 {
+        if round == 1 && !changed_in_round_0 && !mutating::wants_round_1(&rounds) {
             break;
+        }
+        let policies_changed = mutating_policies::run(review, round, &mut rounds).await?;
+        if round == 1 && policies_changed {
+            reinvocation.scheduled.extend(reinvocation.awaiting.drain());
         }
         for hook in &candidates {
             if let CallMode::Shadow(mode) = CallMode::of(hook, review.request) {
@@ -81,9 +97,16 @@ pub(crate) async fn run_chain(review: &mut Review<'_>) -> Result<(), Status> {
 /// outcome (§14.3).
 async fn call_hook(review: &mut Review<'_>, hook: &Arc<Hook>, round: u8) -> (bool, Judgement) {
     let turn = Turn { phase: PHASE, round, index: hook.position };
+    // A shadowed mutating policy replaces this webhook: what it makes of the object is kept.
+    let watched = round == 0 && review.policies.watches(&hook.configuration, &hook.name);
+    let sent = if watched { review.object.tree().cloned() } else { None };
     let mut called =
         call::call(hook, review.request, &review.budget, review.object.raw(), true, &review.trace).await;
     let (judgement, changed) = review.judge(hook, turn, &mut called).await;
+    if let Some(sent) = sent {
+        let patched = review.object.tree().cloned().unwrap_or_default();
+        review.policies.output(&hook.configuration, &hook.name, sent, patched);
+    }
     review.records.annotate(
         format!("mutation.webhook.admission.k8s.io/round_{round}_index_{}", turn.index),
         mutation_annotation(hook, changed),

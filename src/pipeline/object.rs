@@ -16,6 +16,7 @@
 //! the final object exactly (the API server applies it with the same evanphx/json-patch v4
 //! semantics as `patch.rs`), instead of a diff of two whole trees.
 
+mod replace;
 mod snapshot;
 mod text;
 

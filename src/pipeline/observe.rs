@@ -29,7 +29,7 @@ use crate::traces::{CallEnd, CallSpan};
 use crate::upstream::CallError;
 
 mod policies;
-pub(crate) use policies::{policy_evaluated, policy_paired, policy_shadow};
+pub(crate) use policies::{mutating_policy_evaluated, policy_evaluated, policy_paired, policy_shadow};
 
 /// `type` of the API server's webhook metrics.
 fn webhook_type(phase: Phase) -> &'static str {

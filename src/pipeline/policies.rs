@@ -25,7 +25,6 @@ use super::outcome::{CallOutcome, CallRecord};
 use super::policy::{self, Attributes, Lookups, NoLookups, PolicyResult};
 use crate::cel::authorizer;
 use crate::cluster::params::Params;
-use crate::cluster::Cluster;
 use crate::config::policy::{Param, Policies, Policy};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
@@ -83,6 +82,17 @@ pub(crate) async fn run(review: &mut Review<'_>) -> Result<(), Status> {
 /// Evaluates `policies` with everything a match may read: the namespace, the parameters'
 /// first list in cluster mode, the object and old object, on a thread of the evaluations.
 async fn evaluate(review: &mut Review<'_>, policies: Arc<Policies>) -> Result<Vec<PolicyResult>, Status> {
+    let object = prepare(review, &policies).await;
+    off_thread(review, policies, object, |policies, attributes, lookups| {
+        policy::evaluate(policies, attributes, lookups)
+    })
+    .await
+}
+
+/// What an evaluation of `policies` may read, fetched: the request's namespace, and in cluster
+/// mode the first list of the parameters the configuration does not hold. Returns the
+/// current object as a tree.
+pub(super) async fn prepare(review: &mut Review<'_>, policies: &Policies) -> Option<Value> {
     review.fetch_namespace().await;
     if let Some(cluster) = review.cluster {
         let kinds: Vec<(String, String)> = policies
@@ -100,61 +110,61 @@ async fn evaluate(review: &mut Review<'_>, policies: Arc<Policies>) -> Result<Ve
             None => ready.await,
         }
     }
-    let namespace = namespace_object(review.request, &review.namespace);
-    let old_object = review.object.old_tree().cloned();
-    let object = review.object.tree().cloned();
-    let owned = (Arc::clone(&policies), review.request.clone(), object, old_object, namespace);
-    off_thread(review.cluster, owned, review.budget.deadline()).await
+    review.object.tree().cloned()
 }
 
-/// What an evaluation owns: policies, request, object, old object, namespace.
-type Owned = (Arc<Policies>, IncomingReview, Option<Value>, Option<Value>, Option<Value>);
-
-/// Evaluates the policies on an evaluation thread ([`evaluations`]), so that no review waits
-/// behind another's CEL: a 3,200-label comprehension or a selector over hundreds of parameters
-/// runs beside the serving threads, which go on with their other reviews. The CEL authorizer's
-/// checks block on SubjectAccessReviews, which is one more reason for a thread of their own.
+/// Runs `work` on `policies` and the request (with `object` as the current object) on a
+/// thread of the evaluations ([`evaluations`]), so that no review waits behind another's CEL:
+/// a 3,200-label comprehension or a selector over hundreds of parameters runs beside the
+/// serving threads, which go on with their other reviews. The CEL authorizer's checks block on
+/// SubjectAccessReviews, which is one more reason for a thread of their own.
 ///
 /// Never open: an evaluation that does not finish (a panic outside the CEL library, whose
 /// own panics are errors of their expression, or cancellation at shutdown), or that found no
 /// slot before the review's deadline, fails the request with an internal error whatever the
 /// policies' failurePolicy: which policies matched is not known then.
-async fn off_thread(
-    cluster: Option<&Cluster>,
-    owned: Owned,
-    deadline: Option<tokio::time::Instant>,
-) -> Result<Vec<PolicyResult>, Status> {
+pub(super) fn off_thread<T: Send + 'static>(
+    review: &Review<'_>,
+    policies: Arc<Policies>,
+    object: Option<Value>,
+    work: impl FnOnce(&Policies, &Attributes<'_>, &dyn Lookups) -> T + Send + 'static,
+) -> impl std::future::Future<Output = Result<T, Status>> + Send + 'static {
+    let cluster = review.cluster;
     let scope = match cluster {
-        Some(cluster) if owned.0.iter().any(|p| p.uses_authorizer()) => {
-            Some(conditions::scope(cluster, &owned.1))
+        Some(cluster) if policies.iter().any(|p| p.uses_authorizer()) => {
+            Some(conditions::scope(cluster, review.request))
         }
         _ => None,
     };
     let params = cluster.map(|cluster| Arc::clone(&cluster.params));
+    let deadline = review.budget.deadline();
     let until = deadline.map(tokio::time::Instant::into_std);
+    let namespace = namespace_object(review.request, &review.namespace);
+    let old_object = review.object.old_tree().cloned();
+    let request = review.request.clone();
     let evaluated = evaluations::run(deadline, move || {
-        let (policies, review, object, old_object, namespace) = owned;
         let attributes = Attributes {
-            review: &review,
+            review: &request,
             object: object.as_ref(),
             old_object: old_object.as_ref(),
             namespace: namespace.as_ref(),
             deadline: until,
         };
         authorizer::with_scope(scope, || match &params {
-            Some(params) => policy::evaluate(&policies, &attributes, &Live(params)),
-            None => policy::evaluate(&policies, &attributes, &NoLookups),
+            Some(params) => work(&policies, &attributes, &Live(params)),
+            None => work(&policies, &attributes, &NoLookups),
         })
-    })
-    .await;
-    evaluated.map_err(|unfinished| {
-        crate::pipeline::verdict::internal_error(match unfinished {
-            Unfinished::NoSlot => {
-                "the review's deadline passed before its admission policies could be evaluated"
-            }
-            Unfinished::Ended => "the evaluation of the admission policies did not finish",
+    });
+    async move {
+        evaluated.await.map_err(|unfinished| {
+            crate::pipeline::verdict::internal_error(match unfinished {
+                Unfinished::NoSlot => {
+                    "the review's deadline passed before its admission policies could be evaluated"
+                }
+                Unfinished::Ended => "the evaluation of the admission policies did not finish",
+            })
         })
-    })
+    }
 }
 
 /// The cluster's parameters as an evaluation reads them.
@@ -178,7 +188,7 @@ impl Lookups for Live<'_> {
 
 /// How `policy` is run for `request`: as a webhook of its mode, its canary bucket keyed by
 /// its name.
-fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
+pub(super) fn mode_of(policy: &Policy, request: &IncomingReview) -> CallMode {
     CallMode::of_mode(policy.mode, &policy.name, request)
 }
 
@@ -194,6 +204,9 @@ fn namespace_object(request: &IncomingReview, namespace: &NamespaceLabels) -> Op
     }))
 }
 
+/// The object a mutating policy saw and the one its mutations would have left.
+type Before = (Value, Value);
+
 /// What is compared once the review is decided.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
@@ -201,9 +214,38 @@ pub(crate) struct Pending {
     shadowed: Vec<(Arc<Policy>, ShadowMode, bool)>,
     /// Policies that replace a webhook, and whether each denied.
     paired: Vec<(Arc<Policy>, bool)>,
+    /// Mutating policies not applied that replace a mutating webhook: whether each would have
+    /// denied, and the object each saw with the one its mutations would have left.
+    mutating: Vec<(Arc<Policy>, bool, Option<Before>)>,
+    /// What each webhook a mutating policy replaces did in round 0: (configuration, webhook,
+    /// the object it was sent, the object after its patch).
+    outputs: Vec<(String, String, Value, Value)>,
 }
 
 impl Pending {
+    /// A mutating policy that was not applied and replaces a webhook: compared with what that
+    /// webhook made of the object.
+    pub(crate) fn mutating_paired(
+        &mut self,
+        policy: &Arc<Policy>,
+        denied: bool,
+        would: Option<(Value, Value)>,
+    ) {
+        self.mutating.push((Arc::clone(policy), denied, would));
+    }
+
+    /// Whether some mutating policy waits for what `configuration`/`webhook` does.
+    pub(crate) fn watches(&self, configuration: &str, webhook: &str) -> bool {
+        self.mutating.iter().any(|(policy, _, _)| {
+            policy.replaces.as_ref().is_some_and(|r| r.configuration == configuration && r.webhook == webhook)
+        })
+    }
+
+    /// What a watched webhook made of the object in round 0.
+    pub(crate) fn output(&mut self, configuration: &str, webhook: &str, sent: Value, patched: Value) {
+        self.outputs.push((configuration.to_owned(), webhook.to_owned(), sent, patched));
+    }
+
     /// A shadowed policy, and whether it denied: compared with the decision.
     pub(crate) fn shadowed(&mut self, policy: &Arc<Policy>, mode: ShadowMode, denied: bool) {
         self.shadowed.push((Arc::clone(policy), mode, denied));
@@ -245,5 +287,79 @@ impl Pending {
             };
             observe::policy_paired(policy, configuration, webhook, result, disagreement, request);
         }
+        for (policy, denied, would) in &self.mutating {
+            let Some(replaces) = &policy.replaces else { continue };
+            let (configuration, webhook) = (&replaces.configuration, &replaces.webhook);
+            let call = calls.iter().find(|call| {
+                call.round == 0
+                    && call
+                        .caller
+                        .hook()
+                        .is_some_and(|hook| hook.configuration == *configuration && hook.name == *webhook)
+            });
+            let Some(call) = call else { continue };
+            let output = self.outputs.iter().find(|(c, w, _, _)| c == configuration && w == webhook);
+            let (result, disagreement, paths) = match (&call.outcome, *denied, would, output) {
+                (CallOutcome::Error { .. } | CallOutcome::DryRunRefused, _, _, _) => {
+                    ("webhook_error", "", Vec::new())
+                }
+                (CallOutcome::Denied { .. }, true, _, _) => ("agree", "", Vec::new()),
+                (CallOutcome::Allowed { .. }, true, _, _) => ("disagree", "policy_denies", Vec::new()),
+                (CallOutcome::Denied { .. }, false, _, _) => ("disagree", "webhook_denies", Vec::new()),
+                (CallOutcome::Allowed { .. }, false, Some((before, after)), Some((_, _, sent, patched))) => {
+                    let paths = differing_changes((before, after), (sent, patched));
+                    if paths.is_empty() {
+                        ("agree", "", paths)
+                    } else {
+                        ("disagree", "objects_differ", paths)
+                    }
+                }
+                // Nothing to compare: no object on one side.
+                (CallOutcome::Allowed { .. }, false, _, _) => ("agree", "", Vec::new()),
+            };
+            observe::policy_paired(policy, configuration, webhook, result, disagreement, request);
+            if !paths.is_empty() {
+                tracing::debug!(
+                    policy = %policy.name,
+                    configuration = %configuration,
+                    webhook = %webhook,
+                    uid = %crate::logging::Untrusted(&request.request.uid.value),
+                    paths = %paths.join(" "),
+                    "mutating policy and the webhook it replaces leave the object differing at these paths"
+                );
+            }
+        }
+    }
+}
+
+/// The paths either side changed (policy: `ours`, webhook: `theirs`, each the object it saw
+/// and the object it left) where the two results differ: the policy agrees with the webhook
+/// when it writes what the webhook writes, even if an earlier webhook changed the object the
+/// webhook was sent. Paths only, never values.
+fn differing_changes(ours: (&Value, &Value), theirs: (&Value, &Value)) -> Vec<String> {
+    let mut paths = Vec::new();
+    changed_paths(&mut String::new(), Some(ours.0), Some(ours.1), &mut paths);
+    changed_paths(&mut String::new(), Some(theirs.0), Some(theirs.1), &mut paths);
+    paths.sort();
+    paths.dedup();
+    paths.retain(|path| ours.1.pointer(path) != theirs.1.pointer(path));
+    paths
+}
+
+/// The JSON Pointers of the members that differ between `a` and `b`, depth first: objects
+/// member by member, anything else (lists included) whole.
+fn changed_paths(path: &mut String, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
+    match (a, b) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            for key in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                changed_paths(path, a.get(key), b.get(key), out);
+                path.truncate(len);
+            }
+        }
+        (a, b) if a != b => out.push(path.clone()),
+        _ => {}
     }
 }

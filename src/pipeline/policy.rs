@@ -26,6 +26,7 @@ use crate::review::Status;
 mod audit;
 mod decisions;
 mod denial;
+pub(crate) mod mutating;
 mod params;
 #[cfg(test)]
 mod tests;

@@ -27,6 +27,7 @@ mod matching;
 mod metrics;
 mod modes;
 mod mutating;
+mod mutating_policies;
 mod oracle;
 mod oracle_webhooks;
 mod overload;

@@ -3,6 +3,7 @@
 //! comparisons with the decision and with a replaced webhook (docs/policies.md).
 
 use super::super::modes::{CallMode, ShadowMode};
+use super::super::policy::mutating::MutatingResult;
 use super::super::policy::PolicyResult;
 use crate::config::policy::Policy;
 use crate::logging::Untrusted;
@@ -48,6 +49,49 @@ pub(crate) fn policy_evaluated(
     metrics::histogram!(names::POLICY_DURATION, "policy" => policy.clone(), "mode" => mode.as_str())
         .record(result.elapsed.as_secs_f64());
     let decision = if result.denials.is_empty() { "allowed" } else { "denied" };
+    trace.policy(policy, mode.as_str(), decision, result.elapsed);
+}
+
+/// One mutating policy's turn in one round: the API server's families (a check per mutation
+/// run, the match-condition families with `type="validate"`, as upstream's mutating plugin
+/// passes it), the gateway's time per policy, and a span.
+pub(crate) fn mutating_policy_evaluated(
+    result: &MutatingResult,
+    mode: CallMode,
+    operation: &'static str,
+    trace: &Parent,
+) {
+    let policy = &result.policy.name;
+    for condition in &result.conditions {
+        let labels = [
+            ("name", policy.clone()),
+            ("kind", "policy".to_owned()),
+            ("type", "validate".to_owned()),
+            ("operation", operation.to_owned()),
+        ];
+        if condition.errors > 0 {
+            metrics::counter!(names::MATCH_CONDITION_ERRORS, &labels).increment(condition.errors as u64);
+        }
+        metrics::histogram!(names::MATCH_CONDITION_DURATION, &labels).record(condition.seconds);
+    }
+    if !matches!(mode, CallMode::Shadow(_)) {
+        for check in &result.checks {
+            let labels = [
+                ("policy", policy.clone()),
+                ("policy_binding", check.binding.clone()),
+                ("error_type", check.error_type.to_owned()),
+            ];
+            metrics::counter!(names::MUTATING_POLICY_CHECKS, &labels).increment(1);
+            metrics::histogram!(names::MUTATING_POLICY_CHECK_DURATION, &labels).record(check.seconds);
+        }
+    }
+    metrics::histogram!(names::POLICY_DURATION, "policy" => policy.clone(), "mode" => mode.as_str())
+        .record(result.elapsed.as_secs_f64());
+    let decision = match (result.errors > 0, result.mutated) {
+        (true, _) => "denied",
+        (false, true) => "mutated",
+        (false, false) => "allowed",
+    };
     trace.policy(policy, mode.as_str(), decision, result.elapsed);
 }
 

@@ -100,7 +100,7 @@ pub(super) fn evaluate_binding(
     Some(evaluation)
 }
 
-enum Conditions {
+pub(super) enum Conditions {
     Match,
     False(String),
     /// The aggregated message, and how many conditions failed (0: the phase failed).
@@ -108,7 +108,7 @@ enum Conditions {
 }
 
 /// matchConditions: every condition in order; a false one wins over errors.
-fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
+pub(super) fn conditions(policy: &Policy, session: &mut Session<'_>) -> Conditions {
     session.begin_phase(limits(MATCH_CONDITIONS_BUDGET));
     let mut errors: Vec<String> = Vec::new();
     let mut first_false = None;

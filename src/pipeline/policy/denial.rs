@@ -41,7 +41,7 @@ pub(super) fn denial(review: &IncomingReview, inner: &str, reason: Option<&str>)
 }
 
 /// The request's name, else the object's name or generateName, else `Unknown`.
-fn name_of(review: &IncomingReview) -> String {
+pub(super) fn name_of(review: &IncomingReview) -> String {
     let r = &review.request;
     if !r.name.is_empty() {
         return r.name.clone();

@@ -1,0 +1,576 @@
+//! One run of the MutatingAdmissionPolicy plugin on a request (k8s.io/apiserver
+//! `pkg/admission/plugin/policy/mutating/{dispatcher.go,reinvocationcontext.go}` over the
+//! matching and params of `…/policy/generic`, shared with the validating policies here):
+//! the invocations — (policy, binding, param) in evaluation order — each through its
+//! matchConditions, then its mutations in list order, each seeing the object as the previous
+//! one left it, with the variables evaluated afresh for every mutation on a budget of its own.
+//!
+//! Errors go by the policy's failurePolicy: collected under Fail and turned, after every
+//! invocation ran, into one 403 whose causes are all of them (configuration errors first);
+//! dropped under Ignore. Some errors are no policy's: a status (no schema for an apply
+//! configuration, 503) ends the run at once, whatever the failurePolicy.
+//!
+//! Reinvocation (`Rounds`): the state a request keeps across the mutating phase's two rounds,
+//! as upstream's reinvocation context: invocations of `IfNeeded` policies run since the last
+//! change (P), those scheduled for round 1 (R), and the object as the policies last left it.
+//! Unlike webhooks', an `IfNeeded` policy is scheduled by its own change, and any successful
+//! mutation asks for round 1.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::decisions::{conditions, Conditions};
+use super::*;
+use crate::cel::MutationError;
+use crate::config::compile::ReinvocationPolicy;
+use crate::config::policy::CompiledMutation;
+
+mod apply;
+#[cfg(test)]
+mod tests;
+
+/// The reinvocation state of one request (`reinvocationcontext.go`), by invocation key.
+#[derive(Debug, Default)]
+pub(crate) struct Rounds {
+    /// `IfNeeded` invocations run since the last change: "P".
+    awaiting: HashSet<String>,
+    /// Invocations to run in round 1: "R".
+    scheduled: HashSet<String>,
+    /// The object as the policies last left it (compared at the start of round 1).
+    last: Option<Value>,
+    /// Round 1 was asked for: some mutation succeeded.
+    requested: bool,
+}
+
+impl Rounds {
+    fn schedule_awaiting(&mut self) {
+        self.scheduled.extend(self.awaiting.drain());
+    }
+}
+
+/// What one policy did on the request, all its invocations together.
+#[derive(Debug)]
+pub(crate) struct MutatingResult {
+    pub(crate) policy: Arc<Policy>,
+    /// What matched and why, for `review`'s explanation and the spans.
+    pub(crate) steps: Vec<String>,
+    /// Some binding matched (so the namespace was needed).
+    pub(crate) matched: bool,
+    /// Some mutation changed the object.
+    pub(crate) mutated: bool,
+    /// An error was dropped by `failurePolicy: Ignore`.
+    pub(crate) failed_open: bool,
+    /// Errors collected under Fail: the request is denied.
+    pub(crate) errors: usize,
+    /// One observation of `apiserver_mutating_admission_policy_check_*` per mutation run.
+    pub(crate) checks: Vec<MutationCheck>,
+    /// Observations of the match-condition metrics.
+    pub(crate) conditions: Vec<ConditionCheck>,
+    pub(crate) elapsed: std::time::Duration,
+    /// Not applied (its mode): the object it saw and the object its mutations would have left.
+    pub(crate) would: Option<(Value, Value)>,
+}
+
+/// One mutation's observation.
+#[derive(Clone, Debug)]
+pub(crate) struct MutationCheck {
+    pub(crate) binding: String,
+    /// `no_error`, `compile_error`, `out_of_budget`, `invalid_error`.
+    pub(crate) error_type: &'static str,
+    pub(crate) seconds: f64,
+}
+
+/// The outcome of one run of the plugin.
+#[derive(Debug)]
+pub(crate) struct Dispatch {
+    /// The object after the run, when some mutation changed it.
+    pub(crate) object: Option<Value>,
+    pub(crate) results: Vec<MutatingResult>,
+    /// `Err`: the request fails with this Status (the collected errors' 403, or a status
+    /// error that ended the run).
+    pub(crate) outcome: Result<(), Status>,
+}
+
+/// One collected error.
+struct PolicyError {
+    message: String,
+    /// `Invalid` for evaluation and matchCondition errors; none (`Forbidden`) for
+    /// configuration errors.
+    reason: Option<&'static str>,
+}
+
+/// Runs every mutating policy on the request (round `round` of the mutating phase).
+/// `applied(policy)`: whether the policy's mutations reach the object (its mode); the others
+/// run on a copy of the object as they see it ([`MutatingResult::would`]).
+pub(crate) fn dispatch(
+    policies: &Policies,
+    attributes: &Attributes<'_>,
+    lookups: &dyn Lookups,
+    round: u8,
+    applied: &dyn Fn(&Policy) -> bool,
+    rounds: &mut Rounds,
+) -> Dispatch {
+    let review = attributes.review;
+    let mut run = Run {
+        current: attributes.object.cloned(),
+        state: State::new(),
+        config_errors: Vec::new(),
+        errors: Vec::new(),
+        any_succeeded: false,
+    };
+    run.state.activation.deadline = attributes.deadline;
+    if round == 1 {
+        // Changed since the policies last left it (by a webhook): every awaiting invocation
+        // runs again.
+        if rounds.last.as_ref() != run.current.as_ref() {
+            rounds.schedule_awaiting();
+        }
+    }
+    let mut results = Vec::new();
+    // The plugin handles CREATE, UPDATE and CONNECT only: a DELETE never reaches it.
+    let handled = matches!(review.operation().as_str(), "CREATE" | "UPDATE" | "CONNECT");
+    let mut candidates = candidates(policies, review).map(|(position, _)| position).peekable();
+    for (position, policy) in policies.iter().enumerate().filter(|(_, p)| !p.bindings.is_empty()) {
+        let started = Instant::now();
+        let mut result = MutatingResult::new(policy);
+        let candidate = candidates.next_if_eq(&position).is_some();
+        if !handled {
+            result.steps.push(format!(
+                "policy {:?} skipped: mutating policies never see a {}",
+                policy.name,
+                review.operation().as_str()
+            ));
+        } else if let Some(why) = exempt::from_policy(review, policy.is_static) {
+            result.steps.push(format!("policy {:?} skipped: {why}", policy.name));
+        } else if !candidate {
+            result.steps.push(no_match(policy));
+        } else {
+            let context = Context { policies, attributes, lookups, round, applied: applied(policy) };
+            if let Err(status) = run.policy(&context, policy, rounds, &mut result) {
+                result.elapsed = started.elapsed();
+                results.push(result);
+                return Dispatch { object: None, results, outcome: Err(status) };
+            }
+        }
+        result.elapsed = started.elapsed();
+        results.push(result);
+    }
+    if run.any_succeeded {
+        // Any successful mutation asks for round 1, and schedules every awaiting invocation.
+        rounds.schedule_awaiting();
+        rounds.requested = true;
+    }
+    let changed = run.current.as_ref() != attributes.object;
+    rounds.last.clone_from(&run.current);
+    let mut errors = run.config_errors;
+    errors.append(&mut run.errors);
+    let outcome = match errors.first() {
+        None => Ok(()),
+        Some(first) => Err(denial(review, first, &errors)),
+    };
+    Dispatch { object: run.current.filter(|_| changed), results, outcome }
+}
+
+/// Whether round 1 must run for the policies' sake: some mutation succeeded in round 0.
+pub(crate) fn wants_round_1(rounds: &Rounds) -> bool {
+    rounds.requested
+}
+
+struct Context<'c, 'a> {
+    policies: &'c Policies,
+    attributes: &'c Attributes<'a>,
+    lookups: &'c dyn Lookups,
+    round: u8,
+    applied: bool,
+}
+
+/// The state of one run.
+struct Run {
+    /// The object as the invocations so far left it.
+    current: Option<Value>,
+    state: State,
+    config_errors: Vec<PolicyError>,
+    errors: Vec<PolicyError>,
+    any_succeeded: bool,
+}
+
+impl Run {
+    /// One policy: its matchConstraints, each binding's matchResources and params, then each
+    /// invocation. `Err`: a status error ends the run.
+    fn policy(
+        &mut self,
+        context: &Context<'_, '_>,
+        policy: &Arc<Policy>,
+        rounds: &mut Rounds,
+        result: &mut MutatingResult,
+    ) -> Result<(), Status> {
+        let attributes = context.attributes;
+        let review = attributes.review;
+        let request = request_of(attributes);
+        let own = review.kind();
+        let equivalence = context.policies.equivalence();
+        let Some(constraints) = &policy.match_constraints else {
+            self.config_error(
+                policy,
+                None,
+                "policy contained no match constraints, a required field",
+                result,
+            );
+            return Ok(());
+        };
+        let matched = match resources::matches(constraints, &request, equivalence) {
+            Ok(None) => {
+                result.steps.push(no_match(policy));
+                return Ok(());
+            }
+            Ok(Some(matched)) => matched,
+            Err(error) => {
+                result.steps.push(format!("policy {:?}: matchConstraints failed: {error}", policy.name));
+                self.config_error(policy, None, &error, result);
+                return Ok(());
+            }
+        };
+        for binding in &policy.bindings {
+            if let Some(narrowing) = &binding.match_resources {
+                match resources::matches(narrowing, &request, equivalence) {
+                    Ok(None) => {
+                        result.steps.push(format!(
+                            "binding {:?}: matchResources do not match the request",
+                            binding.name
+                        ));
+                        continue;
+                    }
+                    Ok(Some(_)) => {}
+                    Err(error) => {
+                        result
+                            .steps
+                            .push(format!("binding {:?}: matchResources failed: {error}", binding.name));
+                        self.config_error(policy, Some(binding), &error, result);
+                        continue;
+                    }
+                }
+            }
+            let params = match params::of(policy, binding, review, context.lookups) {
+                Ok(params) => params,
+                Err(error) => {
+                    result.steps.push(format!("binding {:?}: parameters: {error}", binding.name));
+                    self.config_error(policy, Some(binding), &error, result);
+                    continue;
+                }
+            };
+            if params.is_empty() {
+                result
+                    .steps
+                    .push(format!("binding {:?}: no parameters found: nothing evaluated", binding.name));
+                continue;
+            }
+            if (matched.group, matched.version, matched.kind)
+                != (own.group.as_str(), own.version.as_str(), own.kind.as_str())
+            {
+                let error = format!(
+                    "failed to convert object version: admission-gateway does not convert {}/{}, Kind={} to {}/{}, Kind={}",
+                    own.group, own.version, own.kind, matched.group, matched.version, matched.kind
+                );
+                result.steps.push(format!("binding {:?}: {error}", binding.name));
+                self.config_error(policy, Some(binding), &error, result);
+                continue;
+            }
+            result.matched = true;
+            for (index, param) in params.into_iter().enumerate() {
+                let key = format!("{}\u{0}{}\u{0}{index}", policy.name, binding.name);
+                self.invocation(context, policy, binding, param, &key, rounds, result)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One invocation: matchConditions, the round-1 filter, then every mutation.
+    #[allow(clippy::too_many_arguments)]
+    fn invocation(
+        &mut self,
+        context: &Context<'_, '_>,
+        policy: &Arc<Policy>,
+        binding: &Binding,
+        param: Option<crate::cel::CelValue>,
+        key: &str,
+        rounds: &mut Rounds,
+        result: &mut MutatingResult,
+    ) -> Result<(), Status> {
+        self.prepare(context.attributes);
+        self.state.activation.params = param;
+        if !policy.match_conditions.is_empty() {
+            let namespace = self.state.activation.namespace_object.take();
+            let started = Instant::now();
+            let outcome =
+                with_session(&mut self.state.activation, &[], |session| conditions(policy, session));
+            self.state.activation.namespace_object = namespace;
+            let seconds = started.elapsed().as_secs_f64();
+            match outcome {
+                Conditions::Match => {}
+                Conditions::False(name) => {
+                    result.conditions.push(ConditionCheck { errors: 0, seconds });
+                    result.steps.push(format!(
+                        "binding {:?}: matchCondition {name:?} is false: skipped",
+                        binding.name
+                    ));
+                    return Ok(());
+                }
+                Conditions::Error(message, errors) => {
+                    result.conditions.push(ConditionCheck { errors: errors.max(1), seconds });
+                    result
+                        .steps
+                        .push(format!("binding {:?}: matchConditions failed: {message}", binding.name));
+                    match &policy.failure_policy {
+                        FailurePolicy::Ignore => {
+                            result.failed_open = true;
+                            return Ok(());
+                        }
+                        FailurePolicy::Fail => {
+                            self.evaluation_error(policy, binding, message, result);
+                            return Ok(());
+                        }
+                        // An unknown failurePolicy counts an error as a match.
+                        FailurePolicy::Unrecognized(_) => {}
+                    }
+                }
+            }
+        }
+        if context.round == 1 && !rounds.scheduled.contains(key) {
+            result.steps.push(format!("binding {:?}: not reinvoked", binding.name));
+            return Ok(());
+        }
+        let before = self.current.clone();
+        let mut object = if context.applied { self.current.take() } else { self.current.clone() };
+        let mut failure = None;
+        for (index, mutation) in policy.mutations.iter().enumerate() {
+            let started = Instant::now();
+            let outcome = self.mutation(context, policy, mutation, object.as_ref());
+            let seconds = started.elapsed().as_secs_f64();
+            match outcome {
+                Ok(Mutated::Object(next)) => {
+                    object = Some(next);
+                    self.state.activation.object = object.as_ref().map(|o| json_value(Some(o)));
+                    self.any_succeeded |= context.applied;
+                    result.checks.push(MutationCheck {
+                        binding: binding.name.clone(),
+                        error_type: "no_error",
+                        seconds,
+                    });
+                }
+                Ok(Mutated::Unchanged) => {
+                    self.any_succeeded |= context.applied;
+                    result.checks.push(MutationCheck {
+                        binding: binding.name.clone(),
+                        error_type: "no_error",
+                        seconds,
+                    });
+                }
+                Ok(Mutated::Failed(message)) => {
+                    result
+                        .steps
+                        .push(format!("binding {:?}: mutation {index} failed: {message}", binding.name));
+                    result.checks.push(MutationCheck {
+                        binding: binding.name.clone(),
+                        error_type: error_type(&message),
+                        seconds,
+                    });
+                    // The next mutation of the same policy still runs.
+                    if policy.failure_policy == FailurePolicy::Ignore {
+                        result.failed_open = true;
+                    } else if context.applied {
+                        self.evaluation_error(policy, binding, message, result);
+                    } else {
+                        result.errors += 1;
+                    }
+                }
+                Err(status) => {
+                    result.checks.push(MutationCheck {
+                        binding: binding.name.clone(),
+                        error_type: "invalid_error",
+                        seconds,
+                    });
+                    failure = Some(status);
+                    break;
+                }
+            }
+        }
+        let changed = object != before;
+        if context.applied {
+            self.current = object;
+        } else {
+            // Not applied: the object goes on as it was; what it would have become is kept.
+            if let (Some(before), Some(after)) = (before, object) {
+                result.would = Some((before, after));
+            }
+            self.state.activation.object = self.current.as_ref().map(|o| json_value(Some(o)));
+        }
+        if let Some(status) = failure {
+            return Err(status);
+        }
+        if changed && context.applied {
+            result.mutated = true;
+            result.steps.push(format!("binding {:?}: mutated the object", binding.name));
+            if context.round == 0 {
+                rounds.schedule_awaiting();
+            }
+        } else {
+            result.steps.push(format!("binding {:?}: the object is unchanged", binding.name));
+        }
+        if policy.reinvocation == ReinvocationPolicy::IfNeeded && context.applied {
+            rounds.awaiting.insert(key.to_owned());
+        }
+        Ok(())
+    }
+
+    /// The activation's request values, once; the object as it stands.
+    fn prepare(&mut self, attributes: &Attributes<'_>) {
+        if !self.state.prepared {
+            self.state.prepare(attributes);
+            self.state.activation.object = self.current.as_ref().map(|o| json_value(Some(o)));
+        }
+    }
+
+    /// One mutation: evaluated on a fresh budget with the variables afresh, then applied.
+    fn mutation(
+        &mut self,
+        context: &Context<'_, '_>,
+        policy: &Policy,
+        mutation: &CompiledMutation,
+        object: Option<&Value>,
+    ) -> Result<Mutated, Status> {
+        let Some(expression) = &mutation.expression else {
+            return Err(crate::pipeline::verdict::internal_error(&format!(
+                "expected {} compiled evaluators for policy {}, got {}",
+                policy.mutations.len(),
+                policy.name,
+                policy.mutations.iter().filter(|m| m.expression.is_some()).count()
+            )));
+        };
+        let program = match &expression.program {
+            Ok(program) => program,
+            // A mutation's compile error reads raw, without `compilation error: `.
+            Err(error) => return Ok(Mutated::Failed(error.clone())),
+        };
+        let evaluated = with_session(&mut self.state.activation, &policy.variables, |session| {
+            session.begin_phase(limits(EVALUATION_BUDGET));
+            session.eval_mutation(program, mutation.patch_type)
+        });
+        let value = match evaluated {
+            Ok(Ok(value)) => value,
+            Ok(Err(
+                MutationError::Error(text)
+                | MutationError::Panic(text)
+                | MutationError::Unrepresentable(text),
+            )) => return Ok(Mutated::Failed(text)),
+            Err(Failure::Expression(error)) => {
+                return Ok(Mutated::Failed(format!(
+                    "expression '{}' resulted in error: {error}",
+                    expression.expression
+                )))
+            }
+            Err(Failure::Phase(error)) => return Ok(Mutated::Failed(error)),
+        };
+        let Some(object) = object else {
+            return Ok(Mutated::Failed("JSON Patch: no object to patch".to_owned()));
+        };
+        apply::mutation(context.attributes.review, mutation.patch_type, object, value)
+    }
+
+    fn config_error(
+        &mut self,
+        policy: &Policy,
+        binding: Option<&Binding>,
+        error: &str,
+        result: &mut MutatingResult,
+    ) {
+        if policy.failure_policy == FailurePolicy::Ignore {
+            result.failed_open = true;
+            return;
+        }
+        result.errors += 1;
+        let message = match binding {
+            None => format!("policy {:?} denied request: failed to configure policy: {error}", policy.name),
+            Some(binding) => format!(
+                "policy '{}' with binding '{}' denied request: failed to configure binding: {error}",
+                policy.name, binding.name
+            ),
+        };
+        self.config_errors.push(PolicyError { message, reason: None });
+    }
+
+    fn evaluation_error(
+        &mut self,
+        policy: &Policy,
+        binding: &Binding,
+        error: String,
+        result: &mut MutatingResult,
+    ) {
+        result.errors += 1;
+        let message =
+            format!("policy '{}' with binding '{}' denied request: {error}", policy.name, binding.name);
+        self.errors.push(PolicyError { message, reason: Some("Invalid") });
+    }
+}
+
+/// What one mutation did.
+pub(super) enum Mutated {
+    /// The object it left.
+    Object(Value),
+    /// Succeeded without a new object (a JSON Patch whose `test` failed).
+    Unchanged,
+    /// A policy error, its text.
+    Failed(String),
+}
+
+impl MutatingResult {
+    fn new(policy: &Arc<Policy>) -> Self {
+        Self {
+            policy: Arc::clone(policy),
+            steps: Vec::new(),
+            matched: false,
+            mutated: false,
+            failed_open: false,
+            errors: 0,
+            checks: Vec::new(),
+            conditions: Vec::new(),
+            elapsed: std::time::Duration::ZERO,
+            would: None,
+        }
+    }
+}
+
+/// The metric's `error_type`, from the error's text (`mutating/errors.go`).
+fn error_type(message: &str) -> &'static str {
+    if message.starts_with("compilation") {
+        "compile_error"
+    } else if message.starts_with("validation failed due to running out of cost budget") {
+        "out_of_budget"
+    } else {
+        "invalid_error"
+    }
+}
+
+/// The 403 the collected errors fail the request with: the first error's reason and text,
+/// every error a cause.
+fn denial(review: &IncomingReview, first: &PolicyError, errors: &[PolicyError]) -> Status {
+    let resource = review.request.request_resource.as_ref().unwrap_or(review.resource());
+    let mut details = serde_json::Map::new();
+    details.insert("name".to_owned(), json!(denial::name_of(review)));
+    if !resource.group.is_empty() {
+        details.insert("group".to_owned(), json!(resource.group));
+    }
+    details.insert("kind".to_owned(), json!(resource.resource));
+    let causes: Vec<Value> = errors.iter().map(|e| json!({"message": e.message})).collect();
+    details.insert("causes".to_owned(), Value::Array(causes));
+    Status {
+        metadata: None,
+        status: Some("Failure".to_owned()),
+        message: Some(first.message.clone()),
+        reason: Some(first.reason.unwrap_or("Forbidden").to_owned()),
+        details: Some(Value::Object(details)),
+        code: Some(403),
+    }
+}

@@ -1,0 +1,85 @@
+//! A mutation's value applied to the object (k8s.io/apiserver
+//! `pkg/admission/plugin/policy/mutating/patch/{json_patch.go,smd.go,typeconverter.go}`): a
+//! JSON Patch with evanphx/json-patch v5's semantics (`crate::patch`), an apply configuration
+//! merged as server-side apply merges it, with the kind's schema (the `structured-merge`
+//! crate).
+//!
+//! The schema: Kubernetes' published OpenAPI for the built-in kinds (`structured_merge::schema`).
+//! kube-apiserver looks its type converter up before every mutation; without one it answers
+//! 503. Here a JSON Patch needs no schema and is applied to any kind — a custom resource the
+//! API server sends exists, so its converter is there or comes within seconds — while an apply
+//! configuration to a kind without a known schema fails with the API server's 503
+//! (docs/differences.md, "Mutating policies on custom resources").
+
+use serde_json::Value;
+
+use super::Mutated;
+use crate::cel::PatchType;
+use crate::patch::{ApplyError, Patch};
+use crate::review::decode::IncomingReview;
+use crate::review::Status;
+use structured_merge::schema::Schema;
+
+pub(super) fn mutation(
+    review: &IncomingReview,
+    patch_type: PatchType,
+    object: &Value,
+    value: Value,
+) -> Result<Mutated, Status> {
+    match patch_type {
+        PatchType::JsonPatch => Ok(json_patch(object, &value)),
+        PatchType::ApplyConfiguration => {
+            let kind = review.kind();
+            let api_version = if kind.group.is_empty() {
+                kind.version.clone()
+            } else {
+                format!("{}/{}", kind.group, kind.version)
+            };
+            let Some(schema) = Schema::builtin().type_of(&api_version, &kind.kind) else {
+                return Err(no_schema(&kind.group, &kind.version, &kind.kind));
+            };
+            let mut configuration = value;
+            if let Value::Object(fields) = &mut configuration {
+                // The object's own kind and version, whatever the configuration said.
+                fields.insert("apiVersion".to_owned(), Value::String(api_version));
+                fields.insert("kind".to_owned(), Value::String(kind.kind.clone()));
+            }
+            Ok(match structured_merge::apply_configuration(schema, object, &configuration) {
+                Ok(merged) => Mutated::Object(merged),
+                Err(error) => Mutated::Failed(format!("error applying patch: {error}")),
+            })
+        }
+    }
+}
+
+/// The operations (as `cel_engine::mutation::json_patch` made them) applied to a copy of the
+/// object with evanphx/json-patch v5's semantics (`crate::patch`, [`Patch::apply_v5`]).
+fn json_patch(object: &Value, operations: &Value) -> Mutated {
+    // A JSON array of operation objects always encodes and decodes.
+    let bytes = serde_json::to_vec(operations).unwrap_or_default();
+    let patch = match Patch::decode(&bytes) {
+        Ok(patch) => patch,
+        Err(error) => return Mutated::Failed(format!("JSON Patch: {error}")),
+    };
+    let mut patched = object.clone();
+    match patch.apply_v5(&mut patched) {
+        Ok(()) => Mutated::Object(patched),
+        // A `test` that did not hold: the whole patch is a silent no-op.
+        Err(ApplyError::TestFailed(_)) => Mutated::Unchanged,
+        Err(error) => Mutated::Failed(format!("JSON Patch: {error}")),
+    }
+}
+
+/// The API server's answer when it has no type converter for the kind: 503, no details.
+fn no_schema(group: &str, version: &str, kind: &str) -> Status {
+    Status {
+        metadata: None,
+        status: Some("Failure".to_owned()),
+        message: Some(format!(
+            "Resource kind {group}/{version}, Kind={kind} not found. There can be a delay between when CustomResourceDefinitions are created and when they are available."
+        )),
+        reason: Some("ServiceUnavailable".to_owned()),
+        details: None,
+        code: Some(503),
+    }
+}

@@ -136,6 +136,12 @@ pub enum FieldError {
 pub enum TargetError {
     #[error("Unable to remove nonexistent key: {0}: missing value")]
     NonexistentKey(String),
+    /// evanphx/json-patch v5's `remove` of a missing member.
+    #[error("unable to remove nonexistent key: {0}: missing value")]
+    RemoveNonexistentKeyV5(String),
+    /// evanphx/json-patch v5's `get` of a missing member (`move` and `copy` from it).
+    #[error("unable to get nonexistent key: {0}: missing value")]
+    GetNonexistentKeyV5(String),
     #[error("Unable to access invalid index: {0}: invalid index referenced")]
     InvalidIndex(i64),
     #[error(transparent)]
@@ -238,16 +244,30 @@ impl Application<'_> {
             };
             match kind(operation).as_str() {
                 "add" => add(operation, doc)?,
-                "remove" => remove(operation, doc)?,
+                "remove" => remove(operation, doc).map_err(|e| if self.v5 { v5_error(e) } else { e })?,
                 "replace" => replace(operation, doc, self.v5)?,
-                "move" => move_(operation, doc)?,
+                "move" => move_(operation, doc).map_err(|e| if self.v5 { v5_error(e) } else { e })?,
                 "test" => test(operation, doc, self.v5)?,
-                "copy" => copy(operation, doc, &mut self.copied)?,
+                "copy" => copy(operation, doc, &mut self.copied, self.v5)?,
                 other => return Err(ApplyError::UnexpectedKind(other.to_owned())),
             }
             self.next += 1;
         }
         Ok(())
+    }
+}
+
+/// An error of `remove` or `move` in evanphx/json-patch v5's words: its `remove` of a missing
+/// member says `unable`, and `move` fails at its `get` of the source first.
+fn v5_error(error: ApplyError) -> ApplyError {
+    match error {
+        ApplyError::Target { op: "remove", path, cause: TargetError::NonexistentKey(key) } => {
+            ApplyError::Target { op: "remove", path, cause: TargetError::RemoveNonexistentKeyV5(key) }
+        }
+        ApplyError::Target { op: "move", path, cause: TargetError::NonexistentKey(key) } => {
+            ApplyError::Target { op: "move", path, cause: TargetError::GetNonexistentKeyV5(key) }
+        }
+        other => other,
     }
 }
 

@@ -118,12 +118,22 @@ pub(super) fn marshalled_len(value: &Value) -> u64 {
     go.len() as u64
 }
 
-pub(super) fn copy(operation: &Operation, doc: &mut Value, copied: &mut u64) -> Result<(), ApplyError> {
+/// `v5`: copying from a missing object member fails (`unable to get nonexistent key`).
+pub(super) fn copy(
+    operation: &Operation,
+    doc: &mut Value,
+    copied: &mut u64,
+    v5: bool,
+) -> Result<(), ApplyError> {
     let from = pointer(operation, "copy", "from")?;
     let Some((parent, key)) = find_parent(doc, &from) else {
         return Err(ApplyError::MissingFrom { op: "copy", from });
     };
     let value = match parent.get(&key) {
+        Ok(None) if v5 && matches!(parent, Parent::Object(_)) => {
+            let cause = TargetError::GetNonexistentKeyV5(key.into_owned());
+            return Err(ApplyError::CopyFrom { from: from.clone(), cause });
+        }
         Ok(value) => value.cloned(),
         Err(cause) => return Err(ApplyError::CopyFrom { from: from.clone(), cause }),
     };

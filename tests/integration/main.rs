@@ -29,6 +29,7 @@ mod modes;
 mod mutating;
 mod mutating_policies;
 mod oracle;
+mod oracle_mutating;
 mod oracle_webhooks;
 mod overload;
 mod policies;

@@ -83,12 +83,12 @@ const HUNG_AFTER: Duration = Duration::from_secs(60);
 /// is `https://127.0.0.1:PORT/h/<behaviour>`, the behaviour a JSON object in unpadded URL-safe
 /// base64, so its answer depends only on the URL and the request (the same for the oracle and
 /// the gateway, and for a reinvocation). It lives, with its runtime, as long as the test binary.
-struct Server {
+pub(crate) struct Server {
     base: String,
     _runtime: tokio::runtime::Runtime,
 }
 
-fn server() -> &'static Server {
+pub(crate) fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -109,7 +109,7 @@ fn server() -> &'static Server {
 }
 
 /// The URL of a webhook behaving as `behaviour`.
-fn url(behaviour: &Value) -> String {
+pub(crate) fn url(behaviour: &Value) -> String {
     let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(behaviour.to_string());
     format!("{}{encoded}", server().base)
 }
@@ -934,7 +934,7 @@ struct Decision {
 }
 
 /// `s` with every UUID (8-4-4-4-12 hex digits) as `<uid>`.
-fn mask_uids(s: &str) -> String {
+pub(crate) fn mask_uids(s: &str) -> String {
     let bytes = s.as_bytes();
     let shape = [8, 4, 4, 4, 12];
     let mut out = String::with_capacity(s.len());
@@ -963,14 +963,14 @@ fn mask_uids(s: &str) -> String {
     out
 }
 
-fn strings(value: &Value) -> Vec<String> {
+pub(crate) fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
         .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect())
         .unwrap_or_default()
 }
 
-fn string_map(value: &Value) -> BTreeMap<String, String> {
+pub(crate) fn string_map(value: &Value) -> BTreeMap<String, String> {
     value
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), mask_uids(v.as_str().unwrap_or_default()))).collect())
@@ -998,7 +998,7 @@ fn position_in_list(one: &str, list: &str) -> Option<bool> {
 /// an exponent by its double (`1.0` is `1`, `1e3` is `1000`, `-0.0` is `0`): upstream re-encodes
 /// the object with Go's number formats after every patch, the gateway keeps the webhook's text
 /// (docs/differences.md, "The patched object's text").
-fn same_json(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
@@ -1020,7 +1020,7 @@ fn same_json(a: &Value, b: &Value) -> bool {
 }
 
 /// Where two objects differ (by [`same_json`]): `POINTER: upstream's value, gateway's value`.
-fn json_differences(at: &str, u: &Value, g: &Value, out: &mut Vec<String>) {
+pub(crate) fn json_differences(at: &str, u: &Value, g: &Value, out: &mut Vec<String>) {
     match (u, g) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
@@ -1185,7 +1185,7 @@ fn upstream(cases: &[Case], oracle: &Path) -> Vec<Outcome> {
 /// The gateway's own settings for the comparison: the patch annotations returned (the oracle
 /// audits at level Request, where upstream records them), and no ejection (each `review` is one
 /// process, but a case may call one failing webhook twice).
-fn gateway_config() -> Value {
+pub(crate) fn gateway_config() -> Value {
     json!({
         "apiVersion": "admission-gateway/v1alpha1",
         "kind": "GatewayConfig",
@@ -1311,7 +1311,7 @@ fn shrink(start: &Case, oracle: &Path) -> (Case, Outcome, Outcome) {
 /// machine and rebuilt in place from whichever `tests/oracle/main.go` provisioned last, so the
 /// file can change under a long run; the link keeps this run's build. Checked to know mode
 /// `webhooks` (provisioned again if another checkout's build without it came in between).
-struct Pinned(std::path::PathBuf);
+pub(crate) struct Pinned(pub(crate) std::path::PathBuf);
 
 impl Drop for Pinned {
     fn drop(&mut self) {
@@ -1319,7 +1319,7 @@ impl Drop for Pinned {
     }
 }
 
-fn pinned_oracle() -> Pinned {
+pub(crate) fn pinned_oracle() -> Pinned {
     let mut path = provision::oracle().to_owned();
     for _ in 0..3 {
         let pinned = Pinned(path.with_file_name(format!("oracle.pinned-{}", std::process::id())));

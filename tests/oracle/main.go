@@ -11,11 +11,17 @@
 //     MutatingWebhookConfiguration, compiled as the webhook plugin compiles them (its
 //     ConditionCompiler over the base environment) and matched on the request;
 //   - in mode "webhooks" (a case's "mode" field, or --webhooks by hand; compared by
-//     tests/integration/oracle_webhooks.rs), the webhook dispatchers instead: the
+//     tests/integration/oracle_webhooks.rs and oracle_mutating.rs), the mutating phase and the
+//     webhook dispatchers instead: the MutatingAdmissionPolicy plugin (the configuration's
+//     MutatingAdmissionPolicies and bindings, ConfigMaps as params), the
 //     MutatingAdmissionWebhook plugin, then the ValidatingAdmissionWebhook plugin on the mutated
-//     object, chained and reinvoked as kube-apiserver does (runWebhooks below), calling the
-//     configuration's webhooks for real (clientConfig.url with its caBundle; the case's
-//     Namespaces for namespaceSelectors).
+//     object, chained and reinvoked as kube-apiserver does (runWebhooks below: one reinvocation
+//     round for the whole chain), calling the configuration's webhooks for real
+//     (clientConfig.url with its caBundle; the case's Namespaces for namespaceSelectors and
+//     namespaceObject). The policy plugin's type converters (its ApplyConfiguration merges)
+//     are built, as kube-apiserver builds them, from OpenAPI v3 documents a kube-apiserver
+//     served (openAPIClient: client-go's openapitest documents for api/v1, apis/apps/v1,
+//     apis/batch/v1, ...), read through a discovery client of the fake clientset.
 //
 // What the server supplies and is not packaged is supplied here: the REST mapper (the kinds of
 // the case), the authorizer (one that cannot decide, as the gateway outside cluster mode) and
@@ -62,6 +68,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,6 +87,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	policymutating "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
@@ -92,11 +100,14 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/openapi"
 	"k8s.io/klog/v2"
 )
 
@@ -104,6 +115,9 @@ import (
 var (
 	apiserverVersion = "(unknown version)"
 	debianVersion    = "unknown"
+	// The OpenAPI v3 documents the MutatingAdmissionPolicy plugin builds its type converters
+	// from (openAPIClient below).
+	openapiDir = ""
 )
 
 // What the answers name as the upstream they ran.
@@ -343,6 +357,8 @@ func runLine(text []byte, line int) (out caseOut) {
 type config struct {
 	policies   []*admissionregistrationv1.ValidatingAdmissionPolicy
 	bindings   []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	mpolicies  []*admissionregistrationv1.MutatingAdmissionPolicy
+	mbindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	validating []*admissionregistrationv1.ValidatingWebhookConfiguration
 	mutating   []*admissionregistrationv1.MutatingWebhookConfiguration
 	objects    []k8sruntime.Object // Namespaces, ConfigMaps, Secrets
@@ -369,6 +385,12 @@ func parseConfig(raws []json.RawMessage) (*config, error) {
 		case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding":
 			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 			c.bindings, obj = append(c.bindings, b), b
+		case "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy":
+			p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+			c.mpolicies, obj = append(c.mpolicies, p), p
+		case "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding":
+			b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+			c.mbindings, obj = append(c.mbindings, b), b
 		case "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration":
 			w := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			c.validating, obj = append(c.validating, w), w
@@ -395,6 +417,20 @@ func parseConfig(raws []json.RawMessage) (*config, error) {
 		defaultPolicy(p)
 	}
 	for _, b := range c.bindings {
+		if b.Spec.MatchResources != nil {
+			defaultMatchResources(b.Spec.MatchResources)
+		}
+	}
+	for _, p := range c.mpolicies {
+		if p.Spec.FailurePolicy == nil {
+			fail := admissionregistrationv1.Fail
+			p.Spec.FailurePolicy = &fail
+		}
+		if p.Spec.MatchConstraints != nil {
+			defaultMatchResources(p.Spec.MatchConstraints)
+		}
+	}
+	for _, b := range c.mbindings {
 		if b.Spec.MatchResources != nil {
 			defaultMatchResources(b.Spec.MatchResources)
 		}
@@ -850,11 +886,17 @@ func runWebhooks(in caseIn, c *config) (caseOut, error) {
 	if len(c.policies) > 0 || len(c.bindings) > 0 {
 		return out, errors.New("mode webhooks: the configuration holds policies (run them without a mode)")
 	}
-	attrs, _, _, err := attributesOf(in.Review)
+	attrs, kind, resource, err := attributesOf(in.Review)
 	if err != nil {
 		return out, err
 	}
 	seeded := append([]k8sruntime.Object{}, c.objects...)
+	for _, p := range c.mpolicies {
+		seeded = append(seeded, p)
+	}
+	for _, b := range c.mbindings {
+		seeded = append(seeded, b)
+	}
 	for _, w := range c.mutating {
 		seeded = append(seeded, w)
 	}
@@ -874,16 +916,41 @@ func runWebhooks(in caseIn, c *config) (caseOut, error) {
 	if err != nil {
 		return out, fmt.Errorf("validatingwebhook.NewValidatingAdmissionWebhook: %v", err)
 	}
+	policyPlugin, err := policymutating.NewPlugin(nil)
+	if err != nil {
+		return out, fmt.Errorf("policymutating.NewPlugin: %v", err)
+	}
 	plugins := admission.NewPlugins()
+	plugins.Register(policymutating.PluginName, func(io.Reader) (admission.Interface, error) { return policyPlugin, nil })
 	plugins.Register(mutating.PluginName, func(io.Reader) (admission.Interface, error) { return mutatingPlugin, nil })
 	plugins.Register(validatingwebhook.PluginName, func(io.Reader) (admission.Interface, error) { return validatingPlugin, nil })
-	initialize := admission.PluginInitializers{pluginInitializer{client: client, factory: factory, stop: stop}}
-	chain, err := plugins.NewFromPlugins([]string{mutating.PluginName, validatingwebhook.PluginName}, noPluginConfig{}, initialize, nil)
+	schemas, fetched := openAPIClient()
+	initialize := admission.PluginInitializers{pluginInitializer{
+		client:  withOpenAPI{Clientset: client, openapi: schemas},
+		factory: factory,
+		stop:    stop,
+		mapper:  restMapper(c, kind, resource, attrs.GetNamespace() != ""),
+		dynamic: dynamicfake.NewSimpleDynamicClient(clientgoscheme.Scheme),
+	}}
+	// kube-apiserver's order (pkg/kubeapiserver/options/plugins.go): MutatingAdmissionPolicy,
+	// MutatingAdmissionWebhook, then the validating webhooks; one reinvocation round for the
+	// chain (NewFromPlugins wraps it in the reinvocation handler).
+	names := []string{policymutating.PluginName, mutating.PluginName, validatingwebhook.PluginName}
+	chain, err := plugins.NewFromPlugins(names, noPluginConfig{}, initialize, nil)
 	if err != nil {
 		return out, fmt.Errorf("the admission chain: %v", err)
 	}
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
+	if len(c.mpolicies) > 0 {
+		// The type converters' first list of OpenAPI paths, fetched on the plugin's own goroutine.
+		select {
+		case <-fetched:
+			time.Sleep(20 * time.Millisecond)
+		case <-time.After(10 * time.Second):
+			return out, errors.New("the MutatingAdmissionPolicy plugin never listed the OpenAPI documents")
+		}
+	}
 
 	objectInterfaces := webhookObjectInterfaces()
 	var admitErr error
@@ -948,9 +1015,11 @@ func runWebhooks(in caseIn, c *config) (caseOut, error) {
 // cannot decide, as the gateway outside cluster mode) and the drained notification. The service
 // and authentication resolvers stay the constructors' defaults: clientConfig.url needs neither.
 type pluginInitializer struct {
-	client  *fake.Clientset
+	client  kubernetes.Interface
 	factory informers.SharedInformerFactory
 	stop    chan struct{}
+	mapper  meta.RESTMapper
+	dynamic dynamic.Interface
 }
 
 func (p pluginInitializer) Initialize(plugin admission.Interface) {
@@ -968,7 +1037,80 @@ func (p pluginInitializer) Initialize(plugin admission.Interface) {
 		w.SetExternalKubeClientSet(p.client)
 		w.SetExternalKubeInformerFactory(p.factory)
 	}
+	// The MutatingAdmissionPolicy plugin also takes what the policy plugins take, and is
+	// enabled as its GA feature gate enables it.
+	type policyPlugin interface {
+		SetRESTMapper(meta.RESTMapper)
+		SetDynamicClient(dynamic.Interface)
+		SetEnabled(bool)
+	}
+	if w, ok := plugin.(policyPlugin); ok {
+		w.SetRESTMapper(p.mapper)
+		w.SetDynamicClient(p.dynamic)
+		w.SetEnabled(true)
+	}
 }
+
+// withOpenAPI is the fake clientset with a discovery client that serves OpenAPI v3: the
+// MutatingAdmissionPolicy plugin builds each group-version's type converter from the API
+// server's /openapi/v3 (patch.NewTypeConverterManager), here from documents on disk.
+type withOpenAPI struct {
+	*fake.Clientset
+	openapi openapi.Client
+}
+
+func (c withOpenAPI) Discovery() discovery.DiscoveryInterface {
+	return openapiDiscovery{DiscoveryInterface: c.Clientset.Discovery(), client: c.openapi}
+}
+
+type openapiDiscovery struct {
+	discovery.DiscoveryInterface
+	client openapi.Client
+}
+
+func (d openapiDiscovery) OpenAPIV3() openapi.Client { return d.client }
+
+// openAPIClient serves the OpenAPI v3 documents of openapiDir (set by
+// tests/oracle/provision.sh: k8s.io/client-go's openapi/openapitest/testdata, documents a
+// kube-apiserver served for api/v1, apis/apps/v1, apis/batch/v1 and a few more; a file
+// `apis__apps__v1_openapi.json` is the path `apis/apps/v1`). Kinds of other group-versions
+// have no type converter, as a CRD not yet published: the plugin then answers 503. The channel
+// closes when the plugin first lists the paths.
+func openAPIClient() (openapi.Client, <-chan struct{}) {
+	files := openapiFiles{paths: map[string]openapi.GroupVersion{}, listed: make(chan struct{})}
+	entries, _ := os.ReadDir(openapiDir)
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), "_openapi.json")
+		if name == e.Name() {
+			continue
+		}
+		path := strings.ReplaceAll(name, "__", "/")
+		files.paths[path] = openapiFile{file: filepath.Join(openapiDir, e.Name()), url: "/openapi/v3/" + path + "?hash=oracle"}
+	}
+	return &files, files.listed
+}
+
+type openapiFiles struct {
+	paths  map[string]openapi.GroupVersion
+	listed chan struct{}
+	once   sync.Once
+}
+
+func (f *openapiFiles) Paths() (map[string]openapi.GroupVersion, error) {
+	defer f.once.Do(func() { close(f.listed) })
+	return f.paths, nil
+}
+
+type openapiFile struct{ file, url string }
+
+func (g openapiFile) Schema(contentType string) ([]byte, error) {
+	if contentType != k8sruntime.ContentTypeJSON {
+		return nil, fmt.Errorf("the oracle serves OpenAPI as %s only, not %s", k8sruntime.ContentTypeJSON, contentType)
+	}
+	return os.ReadFile(g.file)
+}
+
+func (g openapiFile) ServerRelativeURL() string { return g.url }
 
 // noPluginConfig: no admission configuration file (the plugins' defaults).
 type noPluginConfig struct{}

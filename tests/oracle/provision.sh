@@ -213,7 +213,7 @@ say "go build -p 1 against k8s.io/apiserver v$UPSTREAM ($(basename "$GOROOT_DIR"
         GOTOOLCHAIN=local GOPROXY=off GOFLAGS= CGO_ENABLED=0 GOCACHE="$GOCACHE_DIR" \
         PATH="$GOROOT_DIR/bin:$PATH" \
         go build -p 1 -trimpath -o "$OUT/oracle.new" \
-        -ldflags "-X main.apiserverVersion=v$UPSTREAM -X main.debianVersion=$APISERVER_VERSION" .
+        -ldflags "-X main.apiserverVersion=v$UPSTREAM -X main.debianVersion=$APISERVER_VERSION -X main.openapiDir=$SYSROOT/usr/share/gocode/src/k8s.io/client-go/openapi/openapitest/testdata" .
 )
 mv "$OUT/oracle.new" "$OUT/oracle"
 echo "$OUT/oracle" >"$CACHE/oracle-current"

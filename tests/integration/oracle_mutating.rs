@@ -640,7 +640,13 @@ fn summary(upstream: &Outcome, gateway: &Outcome) -> String {
             }
             parts.join(" | ")
         }
-        (u, g) => format!("upstream {u:?}, gateway {g:?}"),
+        (u, g) => {
+            let said = |o: &Outcome| match o {
+                Outcome::Refused(why) => format!("refused: {why}"),
+                Outcome::Decided(d) => format!("{} {} {}", d.allowed, d.code, d.message),
+            };
+            format!("upstream {}, gateway {}", said(u), said(g))
+        }
     }
 }
 

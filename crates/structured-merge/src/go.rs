@@ -50,8 +50,7 @@ fn interface(value: &Value) -> String {
     match value {
         Value::Null => "interface {}(nil)".to_owned(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) if n.is_f64() => format!("{}", number(n)),
-        Value::Number(n) => format!("{}", number(n)),
+        Value::Number(n) => number(n),
         Value::String(s) => quote(s),
         other => go_syntax(other),
     }

@@ -29,15 +29,22 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                 println!("{problem}");
             }
             match (valid, counts) {
-                (true, Some((mutating, validating, namespaces, policies))) => println!(
-                    "configuration is valid: {mutating} mutating and {validating} validating webhooks, {}{namespaces} namespaces{}",
-                    match policies {
+                (
+                    true,
+                    Some((mutating, validating, namespaces, (validating_policies, mutating_policies))),
+                ) => {
+                    let count = |n: usize, kind: &str| match n {
                         0 => String::new(),
-                        1 => "1 ValidatingAdmissionPolicy, ".to_owned(),
-                        n => format!("{n} ValidatingAdmissionPolicies, "),
-                    },
-                    if warnings > 0 { format!(", {warnings} warning(s)") } else { String::new() }
-                ),
+                        1 => format!("1 {kind}AdmissionPolicy, "),
+                        n => format!("{n} {kind}AdmissionPolicies, "),
+                    };
+                    println!(
+                        "configuration is valid: {mutating} mutating and {validating} validating webhooks, {}{}{namespaces} namespaces{}",
+                        count(validating_policies, "Validating"),
+                        count(mutating_policies, "Mutating"),
+                        if warnings > 0 { format!(", {warnings} warning(s)") } else { String::new() }
+                    )
+                }
                 _ => println!("configuration refused: {errors} error(s), {warnings} warning(s)"),
             }
             if !valid {
@@ -48,7 +55,9 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
         }
         output => {
             let problems: Vec<_> = problems.iter().map(problem_json).collect();
-            let (mutating, validating, namespaces, policies) = counts.unwrap_or_default();
+            let (mutating, validating, namespaces, (validating_policies, mutating_policies)) =
+                counts.unwrap_or_default();
+            let policies = validating_policies + mutating_policies;
             print_structured(
                 output,
                 &json!({
@@ -57,6 +66,7 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                     "warnings": warnings,
                     "webhooks": {"mutating": mutating, "validating": validating},
                     "policies": policies,
+                    "policiesByKind": {"validating": validating_policies, "mutating": mutating_policies},
                     "namespaces": namespaces,
                     "problems": problems,
                 }),
@@ -99,8 +109,9 @@ fn unfilled_placeholders(problems: &[Problem]) -> Vec<String> {
     notes
 }
 
-fn counts(snapshot: &Snapshot) -> (usize, usize, usize, usize) {
-    let policies = snapshot.policies.iter().count() + snapshot.mutating_policies.iter().count();
+/// Webhooks (mutating, validating), namespaces, policies (validating, mutating).
+fn counts(snapshot: &Snapshot) -> (usize, usize, usize, (usize, usize)) {
+    let policies = (snapshot.policies.iter().count(), snapshot.mutating_policies.iter().count());
     (snapshot.mutating.len(), snapshot.validating.len(), snapshot.namespaces.len(), policies)
 }
 

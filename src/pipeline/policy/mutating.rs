@@ -147,6 +147,11 @@ pub(crate) fn dispatch(
             result.steps.push(format!("policy {:?} skipped: {why}", policy.name));
         } else if !candidate {
             result.steps.push(no_match(policy));
+        } else if round == 1 && !applied(policy) {
+            // Its mutations are not applied: evaluated once, as a shadow webhook is called once.
+            result
+                .steps
+                .push(format!("policy {:?}: not applied, so not evaluated again in round 1", policy.name));
         } else {
             let context = Context { policies, attributes, lookups, round, applied: applied(policy) };
             if let Err(status) = run.policy(&context, policy, rounds, &mut result) {
@@ -416,6 +421,8 @@ impl Run {
             if context.round == 0 {
                 rounds.schedule_awaiting();
             }
+        } else if changed {
+            result.steps.push(format!("binding {:?}: would change the object (not applied)", binding.name));
         } else {
             result.steps.push(format!("binding {:?}: the object is unchanged", binding.name));
         }

@@ -271,14 +271,7 @@ impl Pending {
         for (policy, denied) in &self.paired {
             let Some(replaces) = &policy.replaces else { continue };
             let (configuration, webhook) = (&replaces.configuration, &replaces.webhook);
-            let call = calls.iter().find(|call| {
-                call.round == 0
-                    && call
-                        .caller
-                        .hook()
-                        .is_some_and(|hook| hook.configuration == *configuration && hook.name == *webhook)
-            });
-            let Some(call) = call else { continue };
+            let Some(call) = replaced_call(calls, configuration, webhook) else { continue };
             let (result, disagreement) = match (&call.outcome, *denied) {
                 (CallOutcome::Denied { .. }, true) | (CallOutcome::Allowed { .. }, false) => ("agree", ""),
                 (CallOutcome::Allowed { .. }, true) => ("disagree", "policy_denies"),
@@ -290,14 +283,7 @@ impl Pending {
         for (policy, denied, would) in &self.mutating {
             let Some(replaces) = &policy.replaces else { continue };
             let (configuration, webhook) = (&replaces.configuration, &replaces.webhook);
-            let call = calls.iter().find(|call| {
-                call.round == 0
-                    && call
-                        .caller
-                        .hook()
-                        .is_some_and(|hook| hook.configuration == *configuration && hook.name == *webhook)
-            });
-            let Some(call) = call else { continue };
+            let Some(call) = replaced_call(calls, configuration, webhook) else { continue };
             let output = self.outputs.iter().find(|(c, w, _, _)| c == configuration && w == webhook);
             let (result, disagreement, paths) = match (&call.outcome, *denied, would, output) {
                 (CallOutcome::Error { .. } | CallOutcome::DryRunRefused, _, _, _) => {
@@ -330,6 +316,18 @@ impl Pending {
             }
         }
     }
+}
+
+/// The round-0 call of the webhook `configuration`/`webhook` on the critical path, if it was
+/// called: what a policy that replaces it is compared with.
+fn replaced_call<'c>(calls: &'c [CallRecord], configuration: &str, webhook: &str) -> Option<&'c CallRecord> {
+    calls.iter().find(|call| {
+        call.round == 0
+            && call
+                .caller
+                .hook()
+                .is_some_and(|hook| hook.configuration == configuration && hook.name == webhook)
+    })
 }
 
 /// The paths either side changed (policy: `ours`, webhook: `theirs`, each the object it saw

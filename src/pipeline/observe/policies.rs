@@ -4,7 +4,7 @@
 
 use super::super::modes::{CallMode, ShadowMode};
 use super::super::policy::mutating::MutatingResult;
-use super::super::policy::PolicyResult;
+use super::super::policy::{ConditionCheck, PolicyResult};
 use crate::config::policy::Policy;
 use crate::logging::Untrusted;
 use crate::review::decode::IncomingReview;
@@ -20,20 +20,7 @@ pub(crate) fn policy_evaluated(
     trace: &Parent,
 ) {
     let policy = &result.policy.name;
-    // The match-condition families as the API server records them for a policy: the time of
-    // conditions that excluded or failed, and each failed condition (no exclusion count).
-    for condition in &result.conditions {
-        let labels = [
-            ("name", policy.clone()),
-            ("kind", "policy".to_owned()),
-            ("type", "validate".to_owned()),
-            ("operation", operation.to_owned()),
-        ];
-        if condition.errors > 0 {
-            metrics::counter!(names::MATCH_CONDITION_ERRORS, &labels).increment(condition.errors as u64);
-        }
-        metrics::histogram!(names::MATCH_CONDITION_DURATION, &labels).record(condition.seconds);
-    }
+    match_conditions(policy, &result.conditions, operation);
     if !matches!(mode, CallMode::Shadow(_)) {
         for check in &result.checks {
             let labels = [
@@ -62,18 +49,7 @@ pub(crate) fn mutating_policy_evaluated(
     trace: &Parent,
 ) {
     let policy = &result.policy.name;
-    for condition in &result.conditions {
-        let labels = [
-            ("name", policy.clone()),
-            ("kind", "policy".to_owned()),
-            ("type", "validate".to_owned()),
-            ("operation", operation.to_owned()),
-        ];
-        if condition.errors > 0 {
-            metrics::counter!(names::MATCH_CONDITION_ERRORS, &labels).increment(condition.errors as u64);
-        }
-        metrics::histogram!(names::MATCH_CONDITION_DURATION, &labels).record(condition.seconds);
-    }
+    match_conditions(policy, &result.conditions, operation);
     if !matches!(mode, CallMode::Shadow(_)) {
         for check in &result.checks {
             let labels = [
@@ -93,6 +69,24 @@ pub(crate) fn mutating_policy_evaluated(
         (false, false) => "allowed",
     };
     trace.policy(policy, mode.as_str(), decision, result.elapsed);
+}
+
+/// The match-condition families as the API server records them for a policy (`type="validate"`
+/// for both kinds, as both plugins pass it): the time of conditions that excluded or failed,
+/// and each failed condition (no exclusion count).
+fn match_conditions(policy: &str, conditions: &[ConditionCheck], operation: &'static str) {
+    for condition in conditions {
+        let labels = [
+            ("name", policy.to_owned()),
+            ("kind", "policy".to_owned()),
+            ("type", "validate".to_owned()),
+            ("operation", operation.to_owned()),
+        ];
+        if condition.errors > 0 {
+            metrics::counter!(names::MATCH_CONDITION_ERRORS, &labels).increment(condition.errors as u64);
+        }
+        metrics::histogram!(names::MATCH_CONDITION_DURATION, &labels).record(condition.seconds);
+    }
 }
 
 /// A shadowed policy's decision compared with the request's: counted, a disagreement logged

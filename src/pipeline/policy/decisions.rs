@@ -332,8 +332,9 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// The metric's `error_type`, from the decision's message.
-fn error_type(message: &str) -> &'static str {
+/// The metric's `error_type`, from the decision's message (the same for both kinds:
+/// `validating/errors.go`, `mutating/errors.go`).
+pub(super) fn error_type(message: &str) -> &'static str {
     if message.starts_with("compilation") {
         "compile_error"
     } else if message.starts_with("validation failed due to running out of cost budget") {

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::decisions::{conditions, Conditions};
+use super::decisions::{conditions, error_type, Conditions};
 use super::*;
 use crate::cel::MutationError;
 use crate::config::compile::ReinvocationPolicy;
@@ -546,17 +546,6 @@ impl MutatingResult {
             elapsed: std::time::Duration::ZERO,
             would: None,
         }
-    }
-}
-
-/// The metric's `error_type`, from the error's text (`mutating/errors.go`).
-fn error_type(message: &str) -> &'static str {
-    if message.starts_with("compilation") {
-        "compile_error"
-    } else if message.starts_with("validation failed due to running out of cost budget") {
-        "out_of_budget"
-    } else {
-        "invalid_error"
     }
 }
 

@@ -87,6 +87,20 @@ fn rounds(policies: &Policies, object: Value) -> (Value, Result<(), Status>, u8)
     (current, Ok(()), 2)
 }
 
+/// One run (round 0) on a CREATE of [`config_map`], the policies applied or not.
+fn once(policies: &Policies, applied: bool, rounds: &mut Rounds) -> Dispatch {
+    let object = config_map();
+    let review = review("CREATE", &object);
+    let attributes = Attributes {
+        review: &review,
+        object: Some(&object),
+        old_object: None,
+        namespace: None,
+        deadline: None,
+    };
+    dispatch(policies, &attributes, &NoLookups, 0, &|_| applied, rounds)
+}
+
 #[test]
 fn an_if_needed_policy_runs_again_after_its_own_change_and_a_never_policy_once() {
     for (reinvocation, count) in [("IfNeeded", "2"), ("Never", "1")] {
@@ -128,16 +142,7 @@ fn a_failing_mutation_lets_the_next_run_and_fail_denies_with_every_error_as_a_ca
     for failure in ["Fail", "Ignore"] {
         let policies =
             compile(vec![policy("p1", "Never", failure, mutations.clone())], vec![binding("b1", "p1")]);
-        let review = review("CREATE", &config_map());
-        let current = config_map();
-        let attributes = Attributes {
-            review: &review,
-            object: Some(&current),
-            old_object: None,
-            namespace: None,
-            deadline: None,
-        };
-        let dispatch = dispatch(&policies, &attributes, &NoLookups, 0, &|_| true, &mut Rounds::default());
+        let dispatch = once(&policies, true, &mut Rounds::default());
         assert_eq!(dispatch.object.as_ref().map(|o| o["data"]["b"].clone()), Some(json!("ok")), "{failure}");
         let checks: Vec<&str> = dispatch.results[0].checks.iter().map(|c| c.error_type).collect();
         assert_eq!(checks, ["invalid_error", "no_error", "invalid_error"]);
@@ -194,17 +199,8 @@ fn a_delete_is_never_given_to_the_mutating_policies() {
 fn a_policy_not_applied_leaves_the_object_and_keeps_what_it_would_have_made() {
     let policies =
         compile(vec![policy("count", "IfNeeded", "Fail", json!([counter()]))], vec![binding("b", "count")]);
-    let review = review("CREATE", &config_map());
-    let current = config_map();
-    let attributes = Attributes {
-        review: &review,
-        object: Some(&current),
-        old_object: None,
-        namespace: None,
-        deadline: None,
-    };
     let mut state = Rounds::default();
-    let dispatch = dispatch(&policies, &attributes, &NoLookups, 0, &|_| false, &mut state);
+    let dispatch = once(&policies, false, &mut state);
     assert!(dispatch.object.is_none());
     let (before, after) = dispatch.results[0].would.clone().unwrap();
     assert_eq!(before, config_map());

@@ -136,12 +136,6 @@ pub enum FieldError {
 pub enum TargetError {
     #[error("Unable to remove nonexistent key: {0}: missing value")]
     NonexistentKey(String),
-    /// evanphx/json-patch v5's `remove` of a missing member.
-    #[error("unable to remove nonexistent key: {0}: missing value")]
-    RemoveNonexistentKeyV5(String),
-    /// evanphx/json-patch v5's `get` of a missing member (`move` and `copy` from it).
-    #[error("unable to get nonexistent key: {0}: missing value")]
-    GetNonexistentKeyV5(String),
     #[error("Unable to access invalid index: {0}: invalid index referenced")]
     InvalidIndex(i64),
     #[error(transparent)]
@@ -190,17 +184,7 @@ impl Patch {
     /// The patch applied a few operations at a time ([`Application::run`]), so that a long
     /// patch can stop at a deadline and let other work run between its slices.
     pub(crate) fn application(&self) -> Application<'_> {
-        Application { patch: self, next: 0, copied: 0, v5: false }
-    }
-
-    /// Applies the operations as `github.com/evanphx/json-patch/v5` does with its default
-    /// options, as a MutatingAdmissionPolicy's JSON Patch is applied (k8s.io/apiserver
-    /// `pkg/admission/plugin/policy/mutating/patch/json_patch.go`). Two differences from v4:
-    /// `replace` of a missing object member fails (`doc is missing key`), and `test` finds a
-    /// missing member only equal to no value at all, so a `test` with `value: null` never
-    /// passes. [`ApplyError::TestFailed`] is the failed test the plugin treats as a no-op.
-    pub(crate) fn apply_v5(&self, doc: &mut Value) -> Result<(), ApplyError> {
-        Application { patch: self, next: 0, copied: 0, v5: true }.run(doc, usize::MAX)
+        Application { patch: self, next: 0, copied: 0 }
     }
 }
 
@@ -216,8 +200,6 @@ pub(crate) struct Application<'p> {
     next: usize,
     /// The bytes `copy` operations have duplicated so far ([`MAX_COPY_BYTES`]).
     copied: u64,
-    /// evanphx/json-patch v5's `replace` and `test` ([`Patch::apply_v5`]).
-    v5: bool,
 }
 
 impl Application<'_> {
@@ -244,30 +226,16 @@ impl Application<'_> {
             };
             match kind(operation).as_str() {
                 "add" => add(operation, doc)?,
-                "remove" => remove(operation, doc).map_err(|e| if self.v5 { v5_error(e) } else { e })?,
-                "replace" => replace(operation, doc, self.v5)?,
-                "move" => move_(operation, doc).map_err(|e| if self.v5 { v5_error(e) } else { e })?,
-                "test" => test(operation, doc, self.v5)?,
-                "copy" => copy(operation, doc, &mut self.copied, self.v5)?,
+                "remove" => remove(operation, doc)?,
+                "replace" => replace(operation, doc)?,
+                "move" => move_(operation, doc)?,
+                "test" => test(operation, doc)?,
+                "copy" => copy(operation, doc, &mut self.copied)?,
                 other => return Err(ApplyError::UnexpectedKind(other.to_owned())),
             }
             self.next += 1;
         }
         Ok(())
-    }
-}
-
-/// An error of `remove` or `move` in evanphx/json-patch v5's words: its `remove` of a missing
-/// member says `unable`, and `move` fails at its `get` of the source first.
-fn v5_error(error: ApplyError) -> ApplyError {
-    match error {
-        ApplyError::Target { op: "remove", path, cause: TargetError::NonexistentKey(key) } => {
-            ApplyError::Target { op: "remove", path, cause: TargetError::RemoveNonexistentKeyV5(key) }
-        }
-        ApplyError::Target { op: "move", path, cause: TargetError::NonexistentKey(key) } => {
-            ApplyError::Target { op: "move", path, cause: TargetError::GetNonexistentKeyV5(key) }
-        }
-        other => other,
     }
 }
 

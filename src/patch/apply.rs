@@ -30,8 +30,7 @@ pub(super) fn remove(operation: &Operation, doc: &mut Value) -> Result<(), Apply
     Ok(())
 }
 
-/// `v5`: a missing object member is not added but an error (`doc is missing key`).
-pub(super) fn replace(operation: &Operation, doc: &mut Value, v5: bool) -> Result<(), ApplyError> {
+pub(super) fn replace(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
     let path = pointer(operation, "replace", "path")?;
     let value = value_of(operation)?;
     if path.is_empty() {
@@ -44,9 +43,6 @@ pub(super) fn replace(operation: &Operation, doc: &mut Value, v5: bool) -> Resul
     let Some((parent, key)) = find_parent(doc, &path) else {
         return Err(ApplyError::ReplaceMissingPath(path));
     };
-    if v5 && matches!(&parent, Parent::Object(map) if !map.contains_key(key.as_ref())) {
-        return Err(ApplyError::ReplaceMissingKey(path));
-    }
     replace_in(parent, key, value.unwrap_or(Value::Null))
         .map_err(|_| ApplyError::ReplaceMissingKey(path.clone()))
 }
@@ -81,9 +77,7 @@ pub(super) fn move_(operation: &Operation, doc: &mut Value) -> Result<(), ApplyE
     parent.add(key, value).map_err(failed_in("move", &path))
 }
 
-/// `v5`: a member that is there, `null` included, never equals `null`; a missing one equals
-/// only an operation without `value` (the CEL-made `JSONPatch` always has one).
-pub(super) fn test(operation: &Operation, doc: &mut Value, v5: bool) -> Result<(), ApplyError> {
+pub(super) fn test(operation: &Operation, doc: &mut Value) -> Result<(), ApplyError> {
     let path = pointer(operation, "test", "path")?;
     let expected = value_of(operation)?;
     let passed = if path.is_empty() {
@@ -92,10 +86,7 @@ pub(super) fn test(operation: &Operation, doc: &mut Value, v5: bool) -> Result<(
         let Some((parent, key)) = find_parent(doc, &path) else {
             return Err(ApplyError::TestMissingPath(path));
         };
-        let found = parent.get(&key).map_err(failed_in("test", &path))?;
-        match (found, expected) {
-            (None, expected) if v5 => expected.is_none(),
-            (Some(Value::Null), _) if v5 => false,
+        match (parent.get(&key).map_err(failed_in("test", &path))?, expected) {
             // Go: a missing member and a `null` one are both a nil node, which only `null` (or
             // no `value` at all) matches.
             (None | Some(Value::Null), expected) => matches!(expected, None | Some(Value::Null)),
@@ -118,22 +109,12 @@ pub(super) fn marshalled_len(value: &Value) -> u64 {
     go.len() as u64
 }
 
-/// `v5`: copying from a missing object member fails (`unable to get nonexistent key`).
-pub(super) fn copy(
-    operation: &Operation,
-    doc: &mut Value,
-    copied: &mut u64,
-    v5: bool,
-) -> Result<(), ApplyError> {
+pub(super) fn copy(operation: &Operation, doc: &mut Value, copied: &mut u64) -> Result<(), ApplyError> {
     let from = pointer(operation, "copy", "from")?;
     let Some((parent, key)) = find_parent(doc, &from) else {
         return Err(ApplyError::MissingFrom { op: "copy", from });
     };
     let value = match parent.get(&key) {
-        Ok(None) if v5 && matches!(parent, Parent::Object(_)) => {
-            let cause = TargetError::GetNonexistentKeyV5(key.into_owned());
-            return Err(ApplyError::CopyFrom { from: from.clone(), cause });
-        }
         Ok(value) => value.cloned(),
         Err(cause) => return Err(ApplyError::CopyFrom { from: from.clone(), cause }),
     };

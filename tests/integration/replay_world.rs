@@ -2,7 +2,8 @@
 //! recording"): the namespace labels the webhooks and policies read, the caller's timeout and
 //! the recording's redaction settings. Replayed against the fleet's manifests alone, as a fleet
 //! sits in git, with no Namespace objects and no cluster, every decision comes out as it was
-//! recorded: in static mode, and in cluster mode against a real kube-apiserver.
+//! recorded: in static mode, and in cluster mode against a real kube-apiserver. A mutating
+//! policy's turns and patches are recorded and replayed as a webhook's.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -378,4 +379,64 @@ fn kinds(report: &Value) -> Vec<(String, String)> {
             (name, d["kind"].as_str().unwrap().to_owned())
         })
         .collect()
+}
+
+/// A fleet of one MutatingAdmissionPolicy labelling pods of `tier: dev` namespaces with `team`.
+fn labelling(team: &str) -> Fleet {
+    Fleet::of([])
+        .object(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "team-label"},
+            "spec": {
+                "reinvocationPolicy": "Never",
+                "matchConstraints": {
+                    "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+                    "namespaceSelector": {"matchLabels": {"tier": "dev"}},
+                },
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                    "expression": format!("Object{{metadata: Object.metadata{{labels: {{'team': '{team}'}}}}}}"),
+                }}],
+            },
+        }))
+        .object(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": "team-label"},
+            "spec": {"policyName": "team-label"},
+        }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_policies_are_recorded_and_their_patches_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = labelling("a").namespace("prod", &[("tier", "prod")]).namespace("dev", &[("tier", "dev")]);
+    let recording = dir.path().join("recording");
+    let served = Served::serve(dir.path(), &recorded, &["--record", recording.to_str().unwrap()]);
+    let (answers, lines) = record(served, dir.path(), "/mutate", &pods()).await;
+    let patched = answers.iter().filter(|answer| answer["response"]["patch"].is_string()).count();
+    assert_eq!(patched, 5, "the dev pods are labelled: {answers:?}");
+    for line in &lines {
+        let dev = line["request"]["request"]["namespace"] == "dev";
+        let calls = line["webhooks"].as_array().unwrap();
+        let turn = calls.iter().find(|call| call["kind"] == "policy" && call["name"] == "team-label");
+        assert_eq!(turn.is_some(), dev, "{line}");
+        if let Some(turn) = turn {
+            assert_eq!((&turn["outcome"], &turn["mutated"]), (&json!("allowed"), &json!(true)), "{line}");
+        }
+    }
+    let recording = recording.to_str().unwrap();
+    // The same policy: every patch again, from the recorded namespaces alone.
+    let same = write(dir.path(), "same.yaml", &labelling("a").yaml());
+    let (code, report) = replay_json(&[recording, "--config", &same]).await;
+    assert_eq!((code, report["disagree"].as_u64()), (Some(0), Some(0)), "{report:#}");
+    // Another label value: each dev pod's patch differs.
+    let other = write(dir.path(), "other.yaml", &labelling("b").yaml());
+    let (code, report) = replay_json(&[recording, "--config", &other]).await;
+    assert_eq!(code, Some(1), "{report:#}");
+    let differing: Vec<(String, String)> = kinds(&report);
+    assert_eq!(differing.len(), 5, "{report:#}");
+    assert!(differing.iter().all(|(name, _)| name.starts_with("dev/")), "{report:#}");
+    let (code, _) = replay_json(&[recording, "--config", &other, "--only-policy", "team-label"]).await;
+    assert_eq!(code, Some(0), "the policy's own turns (allowed, mutated) are the same");
 }

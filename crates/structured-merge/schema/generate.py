@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Writes builtin.json: the structured-merge-diff schemas of Kubernetes' built-in kinds, and the
-type of each kind (group/version, Kind), from client-go's apply configurations.
+"""Writes builtin.json: the structured-merge-diff schema of every built-in kind.
 
-client-go generates `applyconfigurations/internal/internal.go` with applyconfiguration-gen from
-Kubernetes' published OpenAPI: its `schemaYAML` is the SMD schema the API server's type
-converter builds from the same OpenAPI (list types, map keys, atomic markers, key defaults).
-The group of each API package is its `register.go`'s `GroupName` (the `core` package: "").
+Run by hand (python3 with PyYAML):
 
-Run by hand when the Kubernetes version moves, against the Debian packages the test suite's
-oracle provisions (tests/oracle/provision.sh):
+    python3 crates/structured-merge/schema/generate.py [SRC]
 
-    python3 crates/structured-merge/schema/generate.py \
-        ~/.cache/admission-gateway/oracle-sysroot/usr/share/gocode/src > crates/structured-merge/schema/builtin.json
+SRC is a Go source tree holding k8s.io/client-go and k8s.io/api (default: the Debian
+golang-k8s-client-go-dev / golang-k8s-api-dev packages unpacked under
+~/.cache/admission-gateway/oracle-sysroot/usr/share/gocode/src).
 
-Needs PyYAML. Defaults are kept only where a list's key field has one (SMD reads them to key an
-element that omits the field).
+Inputs:
+  - k8s.io/client-go/applyconfigurations/internal/internal.go: `schemaYAML`, the SMD schema
+    (sigs.k8s.io/structured-merge-diff/v6/schema) that applyconfiguration-gen generated from
+    Kubernetes' published OpenAPI;
+  - k8s.io/api/<package>/<version>/register.go: `GroupName` of each API package.
+
+Output (compact JSON): {"source": text, "kinds": {apiVersion: {Kind: type name}},
+"types": [SMD TypeDef as in the YAML]}. A kind is a type `io.k8s.api.<package>.<version>.<Kind>`
+with `apiVersion`, `kind` and `metadata` (ObjectMeta) fields; list kinds (ListMeta) are left out.
 """
 import json
 import os
@@ -23,104 +26,54 @@ import sys
 
 import yaml
 
-root = sys.argv[1]
-client_go = os.path.join(root, "k8s.io/client-go/applyconfigurations/internal/internal.go")
-text = open(client_go).read()
-schema_yaml = re.search(r"var schemaYAML = typed\.YAMLObject\(`(.*?)`\)", text, re.S).group(1)
-types = yaml.safe_load(schema_yaml)["types"]
+SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser(
+    "~/.cache/admission-gateway/oracle-sysroot/usr/share/gocode/src")
+VERSION = "golang-k8s-client-go-dev 0.36.4-1 (Debian), Kubernetes 1.36"
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builtin.json")
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
-version = "unknown"
-changelog = os.path.join(root, "../../doc/golang-k8s-client-go-dev/changelog.Debian.gz")
-try:
-    import gzip
-    with gzip.open(changelog, "rt") as f:
-        version = re.match(r"\S+ \(([^)]+)\)", f.readline()).group(1)
-except OSError:
-    pass
 
-# Key fields of associative lists: their defaults are kept, every other default dropped.
-key_fields = set()
-def walk_keys(atom, named):
-    lst = atom.get("list")
-    if lst and lst.get("keys"):
-        element = lst.get("elementType", {}).get("namedType")
-        for key in lst["keys"]:
-            key_fields.add((element, key))
-    for part in ("map", "list"):
-        inner = atom.get(part) or {}
-        for field in inner.get("fields", []) or []:
-            walk_keys(field.get("type", {}), named)
-        if inner.get("elementType"):
-            walk_keys(inner["elementType"], named)
+def main():
+    internal = os.path.join(SRC, "k8s.io/client-go/applyconfigurations/internal/internal.go")
+    with open(internal) as f:
+        text = f.read()
+    m = re.search(r"var schemaYAML = typed\.YAMLObject\(`(.*?)`\)", text, re.S)
+    if not m:
+        sys.exit("schemaYAML not found in " + internal)
+    types = yaml.safe_load(m.group(1))["types"]
 
-for t in types:
-    walk_keys(t, t["name"])
-
-def clean(type_def, name):
-    out = {}
-    for part in ("scalar", "list", "map", "namedType", "elementRelationship"):
-        if part not in type_def:
+    kinds = {}
+    for t in types:
+        name = t["name"]
+        if not name.startswith("io.k8s.api."):
             continue
-        value = type_def[part]
-        if part == "map":
-            m = {}
-            if value.get("fields"):
-                fields = []
-                for field in value["fields"]:
-                    f = {"name": field["name"], "type": clean(field.get("type", {}), None)}
-                    if "default" in field and (name, field["name"]) in key_fields:
-                        f["default"] = field["default"]
-                    fields.append(f)
-                m["fields"] = fields
-            if value.get("elementType"):
-                m["elementType"] = clean(value["elementType"], None)
-            if value.get("elementRelationship"):
-                m["elementRelationship"] = value["elementRelationship"]
-            value = m
-        elif part == "list":
-            l = {"elementType": clean(value.get("elementType", {}), None)}
-            for k in ("elementRelationship", "keys"):
-                if value.get(k):
-                    l[k] = value[k]
-            value = l
-        out[part] = value
-    return out
-
-definitions = {t["name"]: clean(t, t["name"]) for t in types}
-
-# Kinds: io.k8s.api.<package>.<version>.<Kind>, the package's group from its register.go.
-groups = {}
-api = os.path.join(root, "k8s.io/api")
-for package in sorted(os.listdir(api)):
-    for ver in sorted(os.listdir(os.path.join(api, package)) if os.path.isdir(os.path.join(api, package)) else []):
-        register = os.path.join(api, package, ver, "register.go")
-        if not os.path.exists(register):
+        fields = {f["name"]: f for f in (t.get("map") or {}).get("fields", [])}
+        meta = fields.get("metadata", {}).get("type", {}).get("namedType")
+        if "apiVersion" not in fields or "kind" not in fields or meta != OBJECT_META:
             continue
-        found = re.search(r'GroupName\s*=\s*"([^"]*)"', open(register).read())
-        if found:
-            groups[(package, ver)] = found.group(1)
-kinds = {}
-for name, definition in definitions.items():
-    parts = name.split(".")
-    if len(parts) != 6 or parts[:3] != ["io", "k8s", "api"]:
-        continue
-    package, ver, kind = parts[3], parts[4], parts[5]
-    if (package, ver) not in groups or kind.endswith("List"):
-        continue
-    fields = {f["name"] for f in definition.get("map", {}).get("fields", [])}
-    if not {"apiVersion", "kind", "metadata"} <= fields:
-        continue
-    group = groups[(package, ver)]
-    api_version = f"{group}/{ver}" if group else ver
-    kinds[f"{api_version}, Kind={kind}"] = name
+        package, version, kind = name[len("io.k8s.api."):].rsplit(".", 2)
+        register = os.path.join(SRC, "k8s.io/api", package.replace(".", "/"), version, "register.go")
+        with open(register) as f:
+            g = re.search(r'const GroupName = "([^"]*)"', f.read())
+        if not g:
+            sys.exit("GroupName not found in " + register)
+        group = g.group(1)
+        api_version = version if group == "" else group + "/" + version
+        kinds.setdefault(api_version, {})[kind] = name
 
-json.dump(
-    {
-        "source": f"k8s.io/client-go applyconfigurations/internal schemaYAML (Debian golang-k8s-client-go-dev {version}), generated from Kubernetes' published OpenAPI by applyconfiguration-gen",
-        "kinds": dict(sorted(kinds.items())),
-        "types": dict(sorted(definitions.items())),
-    },
-    sys.stdout,
-    separators=(",", ":"),
-)
-sys.stdout.write("\n")
+    out = {
+        "source": "Generated by crates/structured-merge/schema/generate.py from the schemaYAML of "
+                  "k8s.io/client-go/applyconfigurations/internal/internal.go (" + VERSION + "), "
+                  "which applyconfiguration-gen generates from Kubernetes' published OpenAPI, and "
+                  "the GroupName constants of k8s.io/api/*/*/register.go.",
+        "kinds": {k: dict(sorted(v.items())) for k, v in sorted(kinds.items())},
+        "types": types,
+    }
+    with open(OUT, "w") as f:
+        json.dump(out, f, separators=(",", ":"), ensure_ascii=False)
+        f.write("\n")
+    print("%s: %d types, %d kinds" % (OUT, len(types), sum(len(v) for v in kinds.values())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,67 +1,97 @@
-//! An apply configuration merged into an object as kube-apiserver 1.36 merges a
-//! MutatingAdmissionPolicy's `ApplyConfiguration` mutation (k8s.io/apiserver
-//! `pkg/admission/plugin/policy/mutating/patch/smd.go`, `ApplyStructuredMergeDiff`), which is
-//! server-side apply's merge without field managers: `sigs.k8s.io/structured-merge-diff/v6`
-//! `typed` (conversion with validation, `Merge`), over the kind's schema.
+//! A MutatingAdmissionPolicy's mutations applied to an object as kube-apiserver 1.36's plugin
+//! applies them (`k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch`):
 //!
-//! [`apply_configuration`] does what `ApplyStructuredMergeDiff` does, in its order and with its
-//! error texts:
-//! 1. the configuration converted to a typed value, strictly (`typed/validate.go`): a field the
-//!    schema does not declare, a value of the wrong type, a duplicate key of an associative list
-//!    fail with `failed to convert patch object to typed object: <path>: <problem>`;
-//! 2. `validatePatch`: a value landing on an atomic list, map or struct, at any depth, fails with
-//!    `invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: <paths>`;
-//! 3. the live object converted, duplicates allowed;
-//! 4. `Merge` (`typed/merge.go`): scalars and atomic elements replaced, maps and structs merged
-//!    key by key, associative lists merged per key (or per value, for sets) in the order of
-//!    structured-merge-diff's `visitListItems`.
+//! - [`json_patch::apply`]: a JSONPatch mutation, with `github.com/evanphx/json-patch/v5`'s
+//!   semantics and default options (`json_patch.go`): `replace` of a missing key fails, a failed
+//!   `test` makes the whole patch a no-op, negative indices, v5's error texts;
+//! - [`apply_configuration`]: an ApplyConfiguration mutation (`smd.go`): the configuration and
+//!   the live object converted to typed values with the kind's structured-merge-diff schema
+//!   (`sigs.k8s.io/structured-merge-diff/v6/typed/validate.go`), the plugin's refusal of atomic
+//!   lists, maps and structs, then SMD's `Merge` (`typed/merge.go`), its list order included;
+//! - [`schema::Schema::builtin`]: the schemas of the built-in kinds, generated
+//!   (`schema/generate.py`) from the `schemaYAML` of
+//!   `k8s.io/client-go/applyconfigurations/internal/internal.go` — which applyconfiguration-gen
+//!   makes from Kubernetes' published OpenAPI — and the `GroupName` of each
+//!   `k8s.io/api/*/*/register.go`, both from Debian's golang-k8s-client-go-dev 0.36.4-1 and
+//!   golang-k8s-api-dev 0.36.4-1.
 //!
-//! [`schema::Schema::builtin`] holds the built-in kinds' schemas, generated from Kubernetes'
-//! published OpenAPI (`schema/generate.py`, `schema/builtin.json`).
+//! What it deliberately does not do:
+//! - evaluate CEL: the patch and the configuration are JSON the caller made from the CEL
+//!   values as the plugin does (ints, doubles, strings, lists, maps; CEL null is JSON `null`);
+//! - decode the result into the kind's Go type: unknown fields, wrong types, dropping empty
+//!   `omitempty` members, canonical quantities and defaulting after a mutation are the caller's;
+//! - fetch schemas: kube-apiserver builds its type converter from its own OpenAPI v3 for each
+//!   group-version (custom resources included); [`schema::Schema::from_json`] takes such a
+//!   schema in the embedded data's format;
+//! - reproduce Go's panics: where upstream dereferences nil (see [`json_patch`]), this returns
+//!   an error.
 //!
-//! Deliberately not reproduced: Go map iteration order. Upstream walks a map's members in a
-//! random order, so which of several unknown fields of one map is named, and the order of the
-//! atomic paths, vary from run to run; here members are walked in key order. The typed round
-//! trip a built-in kind's object then goes through in the API server (defaulting, Go's
-//! encoding) is not this crate's.
+//! Where upstream's output depends on Go's random map order, this takes keys in sorted order:
+//! the paths listed by the atomic check, which of several undeclared fields is reported (SMD
+//! stops at the first it meets), the order of several conversion errors, and whether a JSON
+//! Patch `test` of two objects that differ in one member and would dereference nil in another
+//! fails or panics.
 //!
-//! Linear in the sizes of the object and the configuration: associative list items are matched
-//! through hash maps of their keys, never by scanning.
+//! Known differences with upstream:
+//! - JSON Patch `test` compares scalars as `serde_json` values, upstream by their JSON text:
+//!   `1` and `1.0` differ in both, but `1.0` and `1.00`, or `"\u0041"` and `"A"`, are equal
+//!   here and not upstream;
+//! - an integer beyond `i64` in a configuration is taken as Go's `uint64` (CEL's uint);
+//! - when the live object and the configuration hold values of different kinds under a type
+//!   that allows both (deduced types), upstream also walks the live value on a copy whose result
+//!   it drops, which could only add errors; that walk is skipped.
+
+pub mod json_patch;
+pub mod schema;
+
+mod convert;
+mod gofmt;
+mod merge;
+mod path;
 
 use serde_json::Value;
 
-mod go;
-mod merge;
-pub mod schema;
-#[cfg(test)]
-mod tests;
-mod validate;
+use crate::path::{errors_text, VErr};
 
-use schema::TypeRef;
-
-/// Merges `config` (an apply configuration, with the live object's `apiVersion` and `kind`)
-/// into `live`. `Err` is the text after upstream's `error applying patch: `.
-pub fn apply_configuration(ty: TypeRef<'_>, live: &Value, config: &Value) -> Result<Value, String> {
-    let errors = validate::validate(ty, config, false);
-    if !errors.is_empty() {
-        return Err(format!("failed to convert patch object to typed object: {}", validate::join(&errors)));
+/// Merges `config` (an apply configuration: the object a CEL `Object{...}` made, already given
+/// apiVersion/kind of the live object) into `live` as smd.go does: both converted to typed
+/// values with the schema (config strictly: JSON `null` is CEL's null and refused, duplicate
+/// list keys refused; the live object leniently, null accepted and duplicates tolerated as
+/// upstream's `AllowDuplicates`), the atomic check, then SMD `Merge`.
+///
+/// Err(text): the text after upstream's `error applying patch: ` prefix, e.g.
+/// `failed to convert patch object to typed object: .spec.foo: field not declared in schema`,
+/// `invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.nodeSelector, .spec.containers[0].args`.
+/// The atomic paths come in a deterministic order (map keys sorted, list items by index; each
+/// list index is the item's position in the configuration); upstream's order follows Go's
+/// map iteration and varies from request to request.
+pub fn apply_configuration(ty: schema::TypeRef<'_>, live: &Value, config: &Value) -> Result<Value, String> {
+    let s = ty.schema;
+    let mut errs: Vec<VErr> = Vec::new();
+    convert::Validator { schema: s, config: true }.validate(ty.def, config, &mut errs);
+    if !errs.is_empty() {
+        return Err(format!("failed to convert patch object to typed object: {}", errors_text(&errs)));
     }
-    let atomics = validate::atomics(ty, config);
+    let atomics = convert::find_atomics(s, ty.def, config);
     if !atomics.is_empty() {
         return Err(format!(
             "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
             atomics.join(", ")
         ));
     }
-    let errors = validate::validate(ty, live, true);
-    if !errors.is_empty() {
-        return Err(format!(
-            "failed to convert original object to typed object: {}",
-            validate::join(&errors)
-        ));
+    convert::Validator { schema: s, config: false }.validate(ty.def, live, &mut errs);
+    if !errs.is_empty() {
+        return Err(format!("failed to convert original object to typed object: {}", errors_text(&errs)));
     }
-    match merge::merge(ty, Some(live), Some(config)) {
-        Ok(merged) => Ok(merged.unwrap_or(Value::Null)),
-        Err(errors) => Err(format!("failed to merge patch: {}", validate::join(&errors))),
+    let merged = merge::Merger { schema: s }.merge(ty.def, Some(live), Some(config), &mut errs);
+    if !errs.is_empty() {
+        return Err(format!("failed to merge patch: {}", errors_text(&errs)));
+    }
+    match merged {
+        Some(v @ Value::Object(_)) => Ok(v),
+        other => Err(format!(
+            "failed to convert typed object to object: failed to convert value to unstructured for type {}",
+            other.as_ref().map_or("<nil>", |v| gofmt::type_name(v, false))
+        )),
     }
 }

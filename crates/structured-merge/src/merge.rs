@@ -1,252 +1,243 @@
-//! `TypedValue.Merge` (`typed/merge.go`, `mergingWalker` with `ruleKeepRHS`): the live object
-//! (lhs) and the configuration (rhs) walked together over the schema.
+//! `TypedValue.Merge` (`sigs.k8s.io/structured-merge-diff/v6/typed/merge.go`) with
+//! `ruleKeepRHS`: the live object (lhs) merged with the apply configuration (rhs).
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map as JsonMap, Value};
+use serde_json::{Map, Value};
 
-use crate::schema::{Atom, List, Map, Relationship, TypeRef};
-use crate::validate::{path_element, PathError};
+use crate::convert::{deduce, invalid_atom, no_type};
+use crate::path::{list_item_pe, prefix_from, VErr};
+use crate::schema::{ListDef, MapDef, Rel, Schema, TypeRefDef};
 
-type Merged = Result<Option<Value>, Vec<PathError>>;
+static NULL: Value = Value::Null;
 
-/// Merges `rhs` into `lhs` (either may be absent); `None` when neither leaves a value.
-pub(crate) fn merge(ty: TypeRef<'_>, lhs: Option<&Value>, rhs: Option<&Value>) -> Merged {
-    Walker { path: String::new() }.merge(ty, lhs, rhs)
+pub(crate) struct Merger<'a> {
+    pub(crate) schema: &'a Schema,
 }
 
-struct Walker {
-    path: String,
+/// A list's items indexed by path element (`indexListPathElements`).
+struct Indexed<'a> {
+    pes: Vec<String>,
+    observed: HashMap<String, &'a Value>,
 }
 
-impl Walker {
-    fn error(&self, message: String) -> Vec<PathError> {
-        vec![PathError { path: self.path.clone(), message }]
-    }
-
-    fn merge(&mut self, ty: TypeRef<'_>, lhs: Option<&Value>, rhs: Option<&Value>) -> Merged {
+impl<'a> Merger<'a> {
+    /// `mergingWalker.merge`: the merged value, None when there is none (an empty list
+    /// result of a granular walk, or an error), and the errors.
+    pub(crate) fn merge(
+        &self,
+        tr: &'a TypeRefDef,
+        lhs: Option<&'a Value>,
+        rhs: Option<&'a Value>,
+        errs: &mut Vec<VErr>,
+    ) -> Option<Value> {
         if lhs.is_none() && rhs.is_none() {
-            return Err(self.error("at least one of lhs and rhs must be provided".to_owned()));
+            errs.push(VErr::new("at least one of lhs and rhs must be provided"));
+            return None;
         }
-        let Some(atom) = ty.resolve() else {
-            return Err(self.error(format!("schema error: no type found matching: {}", ty.name())));
+        let Some(a) = self.schema.resolve(tr) else {
+            errs.push(VErr::new(no_type(tr)));
+            return None;
         };
-        // A missing side takes whatever form the other has.
-        let atom = match rhs {
-            None => atom.deduce(lhs),
-            Some(_) => atom.deduce(rhs),
-        };
-        self.handle(ty, atom, lhs, rhs)
+        // With both sides present and atoms that differ (a deduced type holding a map on one
+        // side and a scalar on the other), upstream first walks the lhs atom on a copy of the
+        // walker whose result it drops; only the rhs atom's walk makes the result.
+        let atom = if rhs.is_none() { deduce(a, lhs, false) } else { deduce(a, rhs, false) };
+        if let Some((m, rel)) = atom.map {
+            self.do_map(m, rel, lhs, rhs, errs)
+        } else if atom.scalar.is_some() {
+            leaf(lhs, rhs)
+        } else if let Some((l, rel)) = atom.list {
+            self.do_list(l, rel, lhs, rhs, errs)
+        } else {
+            errs.push(VErr::new(invalid_atom(tr)));
+            None
+        }
     }
 
-    fn handle(
-        &mut self,
-        ty: TypeRef<'_>,
-        atom: Atom<'_>,
-        lhs: Option<&Value>,
-        rhs: Option<&Value>,
-    ) -> Merged {
-        if atom.scalar.is_some() {
-            return Ok(leaf(lhs, rhs));
+    fn do_map(
+        &self,
+        t: &'a MapDef,
+        rel: Rel,
+        lhs: Option<&'a Value>,
+        rhs: Option<&'a Value>,
+        errs: &mut Vec<VErr>,
+    ) -> Option<Value> {
+        let l = lhs.and_then(Value::as_object);
+        let r = rhs.and_then(Value::as_object);
+        let empty = l.is_none_or(Map::is_empty) && r.is_none_or(Map::is_empty);
+        if rel == Rel::Atomic || empty {
+            return leaf(lhs, rhs);
         }
-        if let Some((list, relationship)) = atom.list {
-            let (l, r) = (lhs.and_then(Value::as_array), rhs.and_then(Value::as_array));
-            let empty = |side: Option<&Vec<Value>>| side.is_none_or(Vec::is_empty);
-            if relationship == Relationship::Atomic || (empty(l) && empty(r)) {
-                return Ok(leaf(lhs, rhs));
+        let mut out = Map::new();
+        for (key, lv) in l.into_iter().flatten() {
+            let rv = r.and_then(|r| r.get(key));
+            self.map_item(t, &mut out, key, Some(lv), rv, errs);
+        }
+        for (key, rv) in r.into_iter().flatten() {
+            if !l.is_some_and(|l| l.contains_key(key)) {
+                self.map_item(t, &mut out, key, None, Some(rv), errs);
             }
-            return self.list(ty, list, relationship, l, r);
         }
-        if let Some((map, relationship)) = atom.map {
-            let (l, r) = (lhs.and_then(Value::as_object), rhs.and_then(Value::as_object));
-            let empty = |side: Option<&JsonMap<String, Value>>| side.is_none_or(JsonMap::is_empty);
-            if relationship == Relationship::Atomic || (empty(l) && empty(r)) {
-                return Ok(leaf(lhs, rhs));
-            }
-            return self.map(ty, map, l, r);
-        }
-        Err(self.error(format!("schema error: invalid atom: {}", ty.name())))
+        (!out.is_empty()).then_some(Value::Object(out))
     }
 
-    fn map(
-        &mut self,
-        ty: TypeRef<'_>,
-        map: &Map,
-        lhs: Option<&JsonMap<String, Value>>,
-        rhs: Option<&JsonMap<String, Value>>,
-    ) -> Merged {
-        let mut out = JsonMap::new();
-        let mut errors = Vec::new();
-        let keys = lhs.into_iter().flat_map(|m| m.keys()).chain(
-            rhs.into_iter().flat_map(|m| m.keys()).filter(|k| !lhs.is_some_and(|l| l.contains_key(*k))),
-        );
-        let keys: Vec<&String> = keys.collect();
-        for key in keys {
-            let field = map.field(key).map(|f| &f.ty).or(map.element_type.as_ref());
-            let len = self.path.len();
-            self.path.push('.');
-            self.path.push_str(key);
-            let merged = match field {
-                Some(field) => {
-                    self.merge(ty.with(field), lhs.and_then(|m| m.get(key)), rhs.and_then(|m| m.get(key)))
+    fn map_item(
+        &self,
+        t: &'a MapDef,
+        out: &mut Map<String, Value>,
+        key: &str,
+        lhs: Option<&'a Value>,
+        rhs: Option<&'a Value>,
+        errs: &mut Vec<VErr>,
+    ) {
+        let tr = t.find_field(key).map_or(&*t.element_type, |f| &f.ty);
+        let start = errs.len();
+        let v = self.merge(tr, lhs, rhs, errs);
+        prefix_from(errs, start, || format!(".{key}"));
+        if let Some(v) = v {
+            out.insert(key.to_string(), v);
+        }
+    }
+
+    fn do_list(
+        &self,
+        t: &'a ListDef,
+        rel: Rel,
+        lhs: Option<&'a Value>,
+        rhs: Option<&'a Value>,
+        errs: &mut Vec<VErr>,
+    ) -> Option<Value> {
+        let l = lhs.and_then(Value::as_array);
+        let r = rhs.and_then(Value::as_array);
+        let empty = l.is_none_or(Vec::is_empty) && r.is_none_or(Vec::is_empty);
+        if rel == Rel::Atomic || empty {
+            return leaf(lhs, rhs);
+        }
+        if l.is_none() && r.is_none() {
+            return None;
+        }
+        self.visit_list_items(t, rel, l, r, errs)
+    }
+
+    fn index(
+        &self,
+        t: &'a ListDef,
+        rel: Rel,
+        items: Option<&'a Vec<Value>>,
+        allow_duplicates: bool,
+        errs: &mut Vec<VErr>,
+    ) -> Indexed<'a> {
+        let items = items.map_or(&[][..], Vec::as_slice);
+        let mut ix =
+            Indexed { pes: Vec::with_capacity(items.len()), observed: HashMap::with_capacity(items.len()) };
+        for (i, child) in items.iter().enumerate() {
+            let pe = match list_item_pe(self.schema, t, rel, child, false) {
+                Ok(pe) => pe,
+                Err(e) => {
+                    errs.push(VErr::new(format!("element {i}: {e}")));
+                    continue;
                 }
-                None => Err(self.error("field not declared in schema".to_owned())),
             };
-            self.path.truncate(len);
-            match merged {
-                Ok(Some(value)) => {
-                    out.insert(key.clone(), value);
+            let canon = pe.canon(false);
+            match ix.observed.get_mut(&canon) {
+                Some(_) if !allow_duplicates => {
+                    errs.push(VErr::new(format!("duplicate entries for key {}", pe.display(false))));
+                    continue;
                 }
-                Ok(None) => {}
-                Err(mut e) => errors.append(&mut e),
+                Some(seen) => *seen = &NULL,
+                None => {
+                    ix.observed.insert(canon.clone(), child);
+                }
             }
+            ix.pes.push(canon);
         }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        Ok((!out.is_empty()).then_some(Value::Object(out)))
+        ix
     }
 
-    /// `visitListItems`: items merged by their path element; the configuration's items keep
-    /// their relative order, the live object's others theirs, interleaved by upstream's
-    /// two-cursor walk.
-    fn list(
-        &mut self,
-        ty: TypeRef<'_>,
-        list: &List,
-        relationship: Relationship,
-        lhs: Option<&Vec<Value>>,
-        rhs: Option<&Vec<Value>>,
-    ) -> Merged {
-        if relationship != Relationship::Associative {
-            return Err(self.error("invalid indexing of non-associative list".to_owned()));
+    /// `visitListItems`: configuration items keep their relative order, live-only items keep
+    /// theirs, interleaved by upstream's two-cursor walk.
+    fn visit_list_items(
+        &self,
+        t: &'a ListDef,
+        rel: Rel,
+        lhs: Option<&'a Vec<Value>>,
+        rhs: Option<&'a Vec<Value>>,
+        errs: &mut Vec<VErr>,
+    ) -> Option<Value> {
+        let mut index_errs = Vec::new();
+        let rx = self.index(t, rel, rhs, false, &mut index_errs);
+        let lx = self.index(t, rel, lhs, true, &mut index_errs);
+        if !index_errs.is_empty() {
+            errs.extend(index_errs);
+            return None;
         }
-        let empty = Vec::new();
-        let (lhs, rhs) = (lhs.unwrap_or(&empty), rhs.unwrap_or(&empty));
-        let mut errors = Vec::new();
-        let (rhs_pes, observed_rhs) = self.index(ty, list, rhs, false, &mut errors);
-        let (lhs_pes, observed_lhs) = self.index(ty, list, lhs, true, &mut errors);
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let null = Value::Null;
-        let mut shared = rhs_pes.iter().filter(|pe| observed_lhs.contains_key(pe.0.as_str()));
+        let mut out = Vec::with_capacity(lx.pes.len().max(rx.pes.len()));
+        // The rhs elements also in lhs, in rhs order.
+        let mut shared = rx.pes.iter().filter(|c| lx.observed.contains_key(*c)).map(String::as_str);
         let mut next_shared = shared.next();
-        let mut merged_rhs: HashSet<&str> = HashSet::with_capacity(rhs_pes.len());
-        let mut out = Vec::with_capacity(lhs_pes.len().max(rhs_pes.len()));
-        let (l_len, r_len) = (lhs_pes.len(), rhs_pes.len());
+        let mut merged_rhs: HashSet<&str> = HashSet::with_capacity(rx.pes.len());
+        let (l_len, r_len) = (lx.pes.len(), rx.pes.len());
         let (mut li, mut ri) = (0, 0);
         while li < l_len || ri < r_len {
             if li < l_len && ri < r_len {
-                let pe = &lhs_pes[li].0;
-                if *pe == rhs_pes[ri].0 {
-                    merged_rhs.insert(pe);
-                    let l = observed_lhs.get(pe.as_str()).copied().map(|v| v.unwrap_or(&null));
-                    let r = observed_rhs.get(pe.as_str()).copied().flatten();
-                    self.item(ty, list, pe, l, r, &mut out, &mut errors);
+                let lc = &lx.pes[li];
+                if *lc == rx.pes[ri] {
+                    merged_rhs.insert(lc);
+                    let (lchild, rchild) = (lx.observed.get(lc).copied(), rx.observed.get(lc).copied());
+                    self.list_item(t, lchild, rchild, &mut out);
                     li += 1;
                     ri += 1;
                     next_shared = shared.next();
                     continue;
                 }
-                if observed_rhs.contains_key(pe.as_str()) && next_shared.is_some_and(|s| s.0 != *pe) {
-                    // A shared item, but not the one due in this round.
+                if rx.observed.contains_key(lc) && next_shared.is_some_and(|s| s != lc) {
                     li += 1;
                     continue;
                 }
             }
             if li < l_len {
-                let pe = &lhs_pes[li].0;
-                if !observed_rhs.contains_key(pe.as_str()) {
-                    // The item itself, not the observed one (which may be a duplicate's null).
-                    let l = lhs.get(lhs_pes[li].1);
-                    self.item(ty, list, pe, l, None, &mut out, &mut errors);
+                let lc = &lx.pes[li];
+                if !rx.observed.contains_key(lc) {
+                    let lchild = lhs.map(|l| &l[li]);
+                    self.list_item(t, lchild, None, &mut out);
                     li += 1;
                     continue;
-                } else if merged_rhs.contains(pe.as_str()) {
+                } else if merged_rhs.contains(lc.as_str()) {
                     li += 1;
                 }
             }
             if ri < r_len {
-                let pe = &rhs_pes[ri].0;
-                merged_rhs.insert(pe);
-                let l = observed_lhs.get(pe.as_str()).copied().map(|v| v.unwrap_or(&null));
-                let r = observed_rhs.get(pe.as_str()).copied().flatten();
-                self.item(ty, list, pe, l, r, &mut out, &mut errors);
+                let rc = &rx.pes[ri];
+                merged_rhs.insert(rc);
+                let (lchild, rchild) = (lx.observed.get(rc).copied(), rx.observed.get(rc).copied());
+                self.list_item(t, lchild, rchild, &mut out);
                 ri += 1;
-                if next_shared.is_some_and(|s| s.0 == *pe) {
+                if next_shared == Some(rc.as_str()) {
                     next_shared = shared.next();
                 }
             }
         }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        Ok((!out.is_empty()).then_some(Value::Array(out)))
+        (!out.is_empty()).then_some(Value::Array(out))
     }
 
-    /// `indexListPathElements`: each item's path element (with its index), and the item by
-    /// element; a duplicate is an error, or, where allowed, observed as `None` (Go's nil).
-    #[allow(clippy::type_complexity)]
-    fn index<'v>(
+    /// `mergeListItem`. Upstream drops the errors of list items (`errs = append(errs, errs...)`
+    /// on a shadowed variable), so this does too.
+    fn list_item(
         &self,
-        ty: TypeRef<'_>,
-        list: &List,
-        items: &'v [Value],
-        allow_duplicates: bool,
-        errors: &mut Vec<PathError>,
-    ) -> (Vec<(String, usize)>, HashMap<String, Option<&'v Value>>) {
-        let mut pes = Vec::with_capacity(items.len());
-        let mut observed: HashMap<String, Option<&'v Value>> = HashMap::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let pe = match path_element(ty, list, item) {
-                Ok(pe) => pe,
-                Err(error) => {
-                    errors.extend(self.error(format!("element {i}: {error}")));
-                    continue;
-                }
-            };
-            match observed.get_mut(&pe) {
-                Some(_) if !allow_duplicates => {
-                    errors.extend(self.error(format!("duplicate entries for key {pe}")));
-                    continue;
-                }
-                Some(slot) => *slot = None,
-                None => {
-                    observed.insert(pe.clone(), Some(item));
-                }
-            }
-            pes.push((pe, i));
-        }
-        (pes, observed)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn item(
-        &mut self,
-        ty: TypeRef<'_>,
-        list: &List,
-        pe: &str,
-        lhs: Option<&Value>,
-        rhs: Option<&Value>,
+        t: &'a ListDef,
+        lhs: Option<&'a Value>,
+        rhs: Option<&'a Value>,
         out: &mut Vec<Value>,
-        errors: &mut Vec<PathError>,
     ) {
-        if lhs.is_none() && rhs.is_none() {
-            return;
+        let mut dropped = Vec::new();
+        if let Some(v) = self.merge(&t.element_type, lhs, rhs, &mut dropped) {
+            out.push(v);
         }
-        let len = self.path.len();
-        self.path.push_str(pe);
-        match self.merge(ty.with(&list.element_type), lhs, rhs) {
-            Ok(Some(value)) => out.push(value),
-            Ok(None) => {}
-            Err(mut e) => errors.append(&mut e),
-        }
-        self.path.truncate(len);
     }
 }
 
-/// `ruleKeepRHS`: the configuration's value where it has one, else the live one.
+/// `doLeaf` with `ruleKeepRHS`.
 fn leaf(lhs: Option<&Value>, rhs: Option<&Value>) -> Option<Value> {
     rhs.or(lhs).cloned()
 }

@@ -1,8 +1,7 @@
 //! A mutation's value applied to the object (k8s.io/apiserver
-//! `pkg/admission/plugin/policy/mutating/patch/{json_patch.go,smd.go,typeconverter.go}`): a
-//! JSON Patch with evanphx/json-patch v5's semantics (`crate::patch`), an apply configuration
-//! merged as server-side apply merges it, with the kind's schema (the `structured-merge`
-//! crate).
+//! `pkg/admission/plugin/policy/mutating/patch/{json_patch.go,smd.go,typeconverter.go}`) by the
+//! `structured-merge` crate: a JSON Patch with evanphx/json-patch v5's semantics, an apply
+//! configuration merged as server-side apply merges it, with the kind's schema.
 //!
 //! The schema: Kubernetes' published OpenAPI for the built-in kinds (`structured_merge::schema`).
 //! kube-apiserver looks its type converter up before every mutation; without one it answers
@@ -15,7 +14,6 @@ use serde_json::Value;
 
 use super::Mutated;
 use crate::cel::PatchType;
-use crate::patch::{ApplyError, Patch};
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 use structured_merge::schema::Schema;
@@ -52,20 +50,13 @@ pub(super) fn mutation(
     }
 }
 
-/// The operations (as `cel_engine::mutation::json_patch` made them) applied to a copy of the
-/// object with evanphx/json-patch v5's semantics (`crate::patch`, [`Patch::apply_v5`]).
+/// The operations (as `cel_engine::mutation::json_patch` made them) applied to the object with
+/// evanphx/json-patch v5's semantics (`structured_merge::json_patch`).
 fn json_patch(object: &Value, operations: &Value) -> Mutated {
-    // A JSON array of operation objects always encodes and decodes.
-    let bytes = serde_json::to_vec(operations).unwrap_or_default();
-    let patch = match Patch::decode(&bytes) {
-        Ok(patch) => patch,
-        Err(error) => return Mutated::Failed(format!("JSON Patch: {error}")),
-    };
-    let mut patched = object.clone();
-    match patch.apply_v5(&mut patched) {
-        Ok(()) => Mutated::Object(patched),
+    match structured_merge::json_patch::apply(object, operations) {
+        Ok(Some(patched)) => Mutated::Object(patched),
         // A `test` that did not hold: the whole patch is a silent no-op.
-        Err(ApplyError::TestFailed(_)) => Mutated::Unchanged,
+        Ok(None) => Mutated::Unchanged,
         Err(error) => Mutated::Failed(format!("JSON Patch: {error}")),
     }
 }

@@ -243,11 +243,7 @@ pub(crate) async fn run(options: &Options) -> anyhow::Result<Summary> {
             );
         }
         Some(Only { kind: CallerKind::Policy, name }) => {
-            let known = candidate
-                .policies
-                .iter()
-                .chain(candidate.mutating_policies.iter())
-                .any(|policy| policy.name == *name);
+            let known = candidate.has_policy(name);
             anyhow::ensure!(known, "--only-policy {name:?}: the candidate fleet has no policy of that name");
         }
         None => {}

@@ -153,6 +153,11 @@ impl Snapshot {
         self.validating_index.candidates(group, resource).into_iter().map(|i| &self.validating[i])
     }
 
+    /// Whether a policy of either kind is named `name`.
+    pub(crate) fn has_policy(&self, name: &str) -> bool {
+        self.policies.iter().chain(self.mutating_policies.iter()).any(|policy| policy.name == name)
+    }
+
     /// An empty fleet: every review is allowed unchanged.
     /// No webhooks: what is served before the first configuration loads (nothing, as
     /// `/readyz` says 503 and the admission listener is not up yet).

@@ -25,12 +25,12 @@ use super::{Finding, Problem};
 use crate::cel::{self, Authz, Declared, Env, Program, Returns};
 
 pub(crate) mod manifest;
-use super::load::strict;
 use super::validate::{messages, names};
 mod compile;
 #[cfg(test)]
 mod mutating_tests;
 mod params;
+mod read;
 #[cfg(test)]
 pub(crate) mod tests;
 mod validate;
@@ -39,6 +39,7 @@ use compile::{compile_binding, compile_policy};
 use manifest::{BindingObject, MatchResources, PolicyObject};
 use messages::{duplicate, forbidden, invalid, quote};
 pub(crate) use params::{Param, ParamSet};
+use read::{read_kind, ReadKind};
 
 /// One document of a kind the policies use, and where it was found.
 #[derive(Clone, Debug)]
@@ -402,27 +403,6 @@ impl Policies {
     }
 }
 
-/// The policies and bindings of one kind, read.
-struct ReadKind(Vec<(Found, PolicyObject)>, Vec<(Found, BindingObject)>);
-
-fn read_kind(
-    kind: PolicyKind,
-    policies: Vec<Found>,
-    bindings: Vec<Found>,
-    problems: &mut Vec<Problem>,
-) -> ReadKind {
-    let policies = policies.into_iter().filter_map(|found| {
-        let object = read::<PolicyObject>(&found, kind, false, problems)?;
-        Some((found, object))
-    });
-    let policies = policies.collect();
-    let bindings = bindings.into_iter().filter_map(|found| {
-        let object = read::<BindingObject>(&found, kind, true, problems)?;
-        Some((found, object))
-    });
-    ReadKind(policies, bindings.collect())
-}
-
 /// Compiles the policies and bindings of one kind, with the parameters their paramKinds name.
 fn compile_kind(
     kind: PolicyKind,
@@ -472,41 +452,4 @@ fn compile_kind(
     let mut policies = Policies { policies, equivalence: None, index: RuleIndex::default() };
     policies.index();
     policies
-}
-
-/// Reads `found` strictly as `T`, a policy or binding of `kind`; problems named.
-fn read<T: serde::de::DeserializeOwned>(
-    found: &Found,
-    kind: PolicyKind,
-    binding: bool,
-    problems: &mut Vec<Problem>,
-) -> Option<T> {
-    let api_version = found.value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let name = if binding { kind.binding() } else { kind.policy() };
-    let mut findings = Vec::new();
-    let versions = kind.versions();
-    if !versions.iter().any(|v| api_version == format!("{API_GROUP}/{v}")) {
-        let supported: Vec<String> = versions.iter().map(|v| format!("\"{API_GROUP}/{v}\"")).collect();
-        findings.push(Finding::error(
-            "apiVersion",
-            format!(
-                "Unsupported value: {}: supported values: {} ({name})",
-                quote(api_version),
-                supported.join(", ")
-            ),
-        ));
-    }
-    let object = match strict::strict::<T>(&found.value) {
-        Ok(object) => Some(object),
-        Err(errors) => {
-            findings.extend(errors.into_iter().map(|(field, message)| Finding::error(field, message)));
-            None
-        }
-    };
-    let ok = findings.is_empty();
-    // The other kind's fields: refused, the rest of the object still checked.
-    let foreign = manifest::foreign_fields(&found.value, kind == PolicyKind::Mutating, binding);
-    findings.extend(foreign.into_iter().map(|(field, message)| Finding::error(field, message)));
-    problems.extend(findings.into_iter().map(|f| Problem::in_object(&found.file, &found.object, f)));
-    object.filter(|_| ok)
 }

@@ -11,6 +11,7 @@ pub(crate) mod discovery;
 pub(crate) mod fleet;
 mod mirror;
 pub(crate) mod namespaces;
+pub(crate) mod openapi;
 pub(crate) mod params;
 
 use std::path::PathBuf;
@@ -66,6 +67,8 @@ pub(crate) struct Cluster {
     pub(crate) namespaces: Arc<Namespaces>,
     pub(crate) fleet: Option<Arc<Fleet>>,
     pub(crate) discovery: Arc<Discovery>,
+    /// The API server's published OpenAPI: schemas of the custom resources' kinds.
+    pub(crate) openapi: Arc<openapi::OpenApi>,
     /// ValidatingAdmissionPolicy parameters, each kind watched once a review asks for it.
     pub(crate) params: Arc<Params>,
     max_staleness: Duration,
@@ -121,6 +124,11 @@ impl Cluster {
             }
             None => None,
         };
+        // The schemas of custom resources, read once before serving (at most as long as the
+        // first list of the fleet may take; a failure is logged and tried again).
+        let openapi = openapi::OpenApi::new(client.clone());
+        let _ = tokio::time::timeout(FLEET_SYNC_TIMEOUT, openapi.refresh_logged()).await;
+        tasks.push(tokio::spawn(openapi.clone().run()));
         tracing::info!(%server, fleet_configmaps = options.fleet_selector.is_some(), "cluster mode");
         Ok((
             Arc::new(Self {
@@ -129,6 +137,7 @@ impl Cluster {
                 namespaces,
                 fleet,
                 discovery,
+                openapi,
                 max_staleness: options.max_staleness,
                 runtime: tokio::runtime::Handle::current(),
             }),

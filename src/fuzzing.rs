@@ -251,6 +251,7 @@ pub fn cel_eval(expression: &[u8], object: &[u8]) {
 pub fn mutating_policy(expression: &[u8], object: &[u8]) {
     use crate::pipeline::policy::mutating::{dispatch, Rounds};
     use crate::pipeline::policy::{Attributes, NoLookups};
+    use crate::schemas::Schemas;
     let Ok(expression) = std::str::from_utf8(expression) else { return };
     let Ok(Value::Object(mut fields)) = serde_json::from_slice::<Value>(object) else { return };
     fields.insert("apiVersion".into(), "v1".into());
@@ -286,8 +287,15 @@ pub fn mutating_policy(expression: &[u8], object: &[u8]) {
         namespace: None,
         deadline: None,
     };
-    let run =
-        dispatch(&snapshot.mutating_policies, &attributes, &NoLookups, 0, &|_| true, &mut Rounds::default());
+    let run = dispatch(
+        &snapshot.mutating_policies,
+        &attributes,
+        &NoLookups,
+        &Schemas::default(),
+        0,
+        &|_| true,
+        &mut Rounds::default(),
+    );
     let Some(result) = run.object else { return };
     assert!(result.is_object(), "a mutation left a {result}");
     let Ok(received) = serde_json::value::to_raw_value(&object) else { return };

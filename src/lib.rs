@@ -82,6 +82,7 @@ pub(crate) mod registration;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod review;
+pub(crate) mod schemas;
 pub(crate) mod server;
 pub(crate) mod telemetry;
 pub mod testbed;

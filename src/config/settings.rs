@@ -17,11 +17,15 @@
 //! maxPatchedObjectBytes: 3Mi     # a patch making the object larger fails the request
 //! equivalentResources:           # CRDs served at several versions (matchPolicy Equivalent)
 //! - {group: example.com, resource: widgets, kind: Widget, versions: [v1, v1beta1]}
+//! openAPIDocuments:              # schemas of custom resources, for apply configurations
+//! - widgets-openapi.json         # (relative to this file's directory)
 //! ```
 //!
 //! `config/gateway.example.yaml` is the annotated reference.
 
 use std::ops::RangeInclusive;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -29,6 +33,7 @@ use serde::Deserialize;
 use super::equivalence::CustomResource;
 use super::manifest::ObjectMeta;
 use super::Finding;
+use crate::schemas::Document;
 use equivalent_resources::{equivalent_resources, EquivalentResource};
 pub(crate) use recording::{Filter, Recording, Sample};
 use recording::{RecordingSection, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES};
@@ -240,6 +245,9 @@ pub(crate) struct Settings {
     /// What to record of the answered reviews, and where (`recording`; off without a
     /// directory here or `serve --record`).
     pub(crate) recording: Recording,
+    /// `openAPIDocuments`: OpenAPI documents of kinds the gateway has no built-in schema for
+    /// (custom resources), read and converted at load (`src/schemas.rs`).
+    pub(crate) openapi_documents: Arc<Vec<Arc<Document>>>,
 }
 
 impl Default for Settings {
@@ -257,6 +265,7 @@ impl Default for Settings {
             max_request_bytes_in_flight: 0,
             max_patched_object_bytes: 0,
             recording: Recording::default(),
+            openapi_documents: Arc::default(),
         };
         for setting in &BOUNDED {
             (setting.store)(&mut settings, setting.default);
@@ -290,6 +299,8 @@ pub(crate) struct GatewayConfig {
     max_request_bytes_in_flight: Option<String>,
     max_patched_object_bytes: Option<String>,
     recording: Option<RecordingSection>,
+    #[serde(default, rename = "openAPIDocuments")]
+    openapi_documents: Vec<String>,
 }
 
 impl GatewayConfig {
@@ -314,6 +325,39 @@ impl GatewayConfig {
         }
         if findings.is_empty() {
             Ok(settings)
+        } else {
+            Err(findings)
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The `openAPIDocuments`, each read (a relative path from `base`, the directory of the
+    /// file holding this object) and converted; every one that cannot be is a finding.
+    pub(crate) fn openapi_documents(&self, base: &Path) -> Result<Vec<Arc<Document>>, Vec<Finding>> {
+        let mut documents = Vec::new();
+        let mut findings = Vec::new();
+        for (i, written) in self.openapi_documents.iter().enumerate() {
+            let field = format!("openAPIDocuments[{i}]");
+            if written.is_empty() {
+                findings.push(Finding::error(
+                    field,
+                    "Required value: the path of an OpenAPI document".to_owned(),
+                ));
+                continue;
+            }
+            let path = base.join(written);
+            match Document::read(&path) {
+                Ok(document) if document.api_versions.is_empty() => findings.push(Finding::error(
+                    field,
+                    format!("Invalid value: {written:?}: no model of this document names its kind (x-kubernetes-group-version-kind)"),
+                )),
+                Ok(document) => documents.push(Arc::new(document)),
+                Err(why) => findings.push(Finding::error(field, format!("Invalid value: {written:?}: {why}"))),
+            }
+        }
+        if findings.is_empty() {
+            Ok(documents)
         } else {
             Err(findings)
         }

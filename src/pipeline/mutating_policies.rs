@@ -16,6 +16,7 @@ use super::policy;
 use super::policy::mutating::{self, Rounds};
 use super::verdict;
 use crate::review::Status;
+use crate::schemas::{Published, Schemas};
 
 /// Runs the mutating policies in round `round`. Returns whether they changed the object;
 /// `Err` is the Status the request fails with.
@@ -27,12 +28,17 @@ pub(crate) async fn run(review: &mut Review<'_>, round: u8, rounds: &mut Rounds)
     let object = prepare(review, &policies).await;
     let request = review.request.clone();
     let mut state = std::mem::take(rounds);
+    let schemas = Schemas::new(
+        Arc::clone(&review.snapshot.settings.openapi_documents),
+        review.cluster.map(|cluster| Arc::clone(&cluster.openapi) as Arc<dyn Published>),
+    );
     let (dispatch, state) =
         off_thread(review, Arc::clone(&policies), object, move |policies, attributes, lookups| {
             let applied = |p: &crate::config::policy::Policy| {
                 matches!(mode_of(p, &request), CallMode::Enforce | CallMode::Canary)
             };
-            let dispatch = mutating::dispatch(policies, attributes, lookups, round, &applied, &mut state);
+            let dispatch =
+                mutating::dispatch(policies, attributes, lookups, &schemas, round, &applied, &mut state);
             (dispatch, state)
         })
         .await?;

@@ -21,7 +21,8 @@
 //! - decode the result into the kind's Go type: unknown fields, wrong types, dropping empty
 //!   `omitempty` members, canonical quantities and defaulting after a mutation are the caller's;
 //! - fetch schemas: kube-apiserver builds its type converter from its own OpenAPI v3 for each
-//!   group-version (custom resources included); [`schema::Schema::from_json`] takes such a
+//!   group-version (custom resources included); [`schema::Schema::from_openapi`] converts such
+//!   a document (v3, or a v2 one) as upstream does, [`schema::Schema::from_json`] takes a
 //!   schema in the embedded data's format;
 //! - reproduce Go's panics: where upstream dereferences nil (see [`json_patch`]), this returns
 //!   an error.
@@ -47,6 +48,7 @@ pub mod schema;
 mod convert;
 mod gofmt;
 mod merge;
+mod openapi;
 mod path;
 
 use serde_json::Value;

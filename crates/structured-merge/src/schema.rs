@@ -163,6 +163,11 @@ impl Schema {
     /// {Kind: type name}}}`, a TypeDef being the JSON form of structured-merge-diff's YAML.
     pub fn from_json(text: &str) -> Result<Schema, String> {
         let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        Schema::from_value(&doc)
+    }
+
+    /// [`Schema::from_json`] of the parsed document.
+    pub(crate) fn from_value(doc: &Value) -> Result<Schema, String> {
         let Some(types) = doc.get("types").and_then(Value::as_array) else {
             return Err("schema: no \"types\" array".into());
         };
@@ -197,6 +202,16 @@ impl Schema {
     pub fn type_of(&self, api_version: &str, kind: &str) -> Option<TypeRef<'_>> {
         let idx = *self.kinds.get(api_version)?.get(kind)?;
         Some(TypeRef { schema: self, def: &self.types[idx].2 })
+    }
+
+    /// The group-versions ("v1", "apps/v1") that have kinds here.
+    pub fn api_versions(&self) -> impl Iterator<Item = &str> {
+        self.kinds.keys().map(String::as_str)
+    }
+
+    /// Whether kinds of `api_version` are here.
+    pub fn has_api_version(&self, api_version: &str) -> bool {
+        self.kinds.contains_key(api_version)
     }
 
     /// The named type `name` (e.g. `io.k8s.api.core.v1.PodSpec`, or `__untyped_deduced_`, the

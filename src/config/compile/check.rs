@@ -59,11 +59,18 @@ fn settings(objects: &Objects, problems: &mut Vec<Problem>) -> Settings {
             ),
         });
     }
-    config.settings().unwrap_or_else(|findings| {
-        problems
-            .extend(findings.into_iter().map(|finding| Problem::in_object(&source.file, &object, finding)));
-        Settings::default()
-    })
+    let base = source.file.parent().unwrap_or(std::path::Path::new("."));
+    match (config.settings(), config.openapi_documents(base)) {
+        (Ok(mut settings), Ok(documents)) => {
+            settings.openapi_documents = std::sync::Arc::new(documents);
+            settings
+        }
+        (settings, documents) => {
+            let findings = settings.err().into_iter().chain(documents.err()).flatten();
+            problems.extend(findings.map(|finding| Problem::in_object(&source.file, &object, finding)));
+            Settings::default()
+        }
+    }
 }
 
 /// Without a single Namespace object, every namespaced request to a webhook with a non-empty

@@ -26,6 +26,7 @@ use super::*;
 use crate::cel::MutationError;
 use crate::config::compile::ReinvocationPolicy;
 use crate::config::policy::CompiledMutation;
+use crate::schemas::Schemas;
 
 use result::{denial, PolicyError};
 pub(crate) use result::{Dispatch, MutatingResult, MutationCheck, Rounds};
@@ -42,6 +43,7 @@ pub(crate) fn dispatch(
     policies: &Policies,
     attributes: &Attributes<'_>,
     lookups: &dyn Lookups,
+    schemas: &Schemas,
     round: u8,
     applied: &dyn Fn(&Policy) -> bool,
     rounds: &mut Rounds,
@@ -86,7 +88,7 @@ pub(crate) fn dispatch(
                 .steps
                 .push(format!("policy {:?}: not applied, so not evaluated again in round 1", policy.name));
         } else {
-            let context = Context { policies, attributes, lookups, round, applied: applied(policy) };
+            let context = Context { policies, attributes, lookups, schemas, round, applied: applied(policy) };
             if let Err(status) = run.policy(&context, policy, rounds, &mut result) {
                 result.elapsed = started.elapsed();
                 results.push(result);
@@ -121,6 +123,7 @@ struct Context<'c, 'a> {
     policies: &'c Policies,
     attributes: &'c Attributes<'a>,
     lookups: &'c dyn Lookups,
+    schemas: &'c Schemas,
     round: u8,
     applied: bool,
 }
@@ -416,7 +419,7 @@ impl Run {
         let Some(object) = object else {
             return Ok(Mutated::Failed("JSON Patch: no object to patch".to_owned()));
         };
-        apply::mutation(context.attributes.review, mutation.patch_type, object, value)
+        apply::mutation(context.attributes.review, context.schemas, mutation.patch_type, object, value)
     }
 
     fn config_error(

@@ -3,12 +3,13 @@
 //! `structured-merge` crate: a JSON Patch with evanphx/json-patch v5's semantics, an apply
 //! configuration merged as server-side apply merges it, with the kind's schema.
 //!
-//! The schema: Kubernetes' published OpenAPI for the built-in kinds (`structured_merge::schema`).
-//! kube-apiserver looks its type converter up before every mutation; without one it answers
-//! 503. Here a JSON Patch needs no schema and is applied to any kind — a custom resource the
-//! API server sends exists, so its converter is there or comes within seconds — while an apply
-//! configuration to a kind without a known schema fails with the API server's 503
-//! (docs/differences.md, "Mutating policies on custom resources").
+//! The schema is looked up by group-version (`src/schemas.rs`: the built-in kinds', the
+//! `GatewayConfig`'s OpenAPI documents, the cluster's published OpenAPI). kube-apiserver looks
+//! its type converter up before every mutation; without one it answers 503. Here a JSON Patch
+//! needs no schema and is applied to any kind — a custom resource the API server sends exists,
+//! so its converter is there or comes within seconds — while an apply configuration to a kind
+//! without a known schema fails with the API server's 503 (docs/differences.md, "Mutating
+//! policies on custom resources").
 
 use serde_json::Value;
 
@@ -16,10 +17,11 @@ use super::Mutated;
 use crate::cel::PatchType;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
-use structured_merge::schema::Schema;
+use crate::schemas::Schemas;
 
 pub(super) fn mutation(
     review: &IncomingReview,
+    schemas: &Schemas,
     patch_type: PatchType,
     object: &Value,
     value: Value,
@@ -33,8 +35,15 @@ pub(super) fn mutation(
             } else {
                 format!("{}/{}", kind.group, kind.version)
             };
-            let Some(schema) = Schema::builtin().type_of(&api_version, &kind.kind) else {
+            let Some(found) = schemas.of(&api_version) else {
                 return Err(no_schema(&kind.group, &kind.version, &kind.kind));
+            };
+            let Some(schema) = found.schema().type_of(&api_version, &kind.kind) else {
+                // The group-version's converter has no type for the kind (`NewNoCorrespondingTypeError`).
+                return Ok(Mutated::Failed(format!(
+                    "error applying patch: failed to convert patch object to typed object: no corresponding type for {}/{}, Kind={}",
+                    kind.group, kind.version, kind.kind
+                )));
             };
             let mut configuration = value;
             if let Value::Object(fields) = &mut configuration {

@@ -76,7 +76,8 @@ fn rounds(policies: &Policies, object: Value) -> (Value, Result<(), Status>, u8)
             namespace: None,
             deadline: None,
         };
-        let dispatch = dispatch(policies, &attributes, &NoLookups, round, &|_| true, &mut state);
+        let dispatch =
+            dispatch(policies, &attributes, &NoLookups, &Schemas::default(), round, &|_| true, &mut state);
         if let Some(object) = dispatch.object {
             current = object;
         }
@@ -98,7 +99,7 @@ fn once(policies: &Policies, applied: bool, rounds: &mut Rounds) -> Dispatch {
         namespace: None,
         deadline: None,
     };
-    dispatch(policies, &attributes, &NoLookups, 0, &|_| applied, rounds)
+    dispatch(policies, &attributes, &NoLookups, &Schemas::default(), 0, &|_| applied, rounds)
 }
 
 #[test]
@@ -190,7 +191,15 @@ fn a_delete_is_never_given_to_the_mutating_policies() {
     let review = review("DELETE", &Value::Null);
     let attributes =
         Attributes { review: &review, object: None, old_object: None, namespace: None, deadline: None };
-    let dispatch = dispatch(&policies, &attributes, &NoLookups, 0, &|_| true, &mut Rounds::default());
+    let dispatch = dispatch(
+        &policies,
+        &attributes,
+        &NoLookups,
+        &Schemas::default(),
+        0,
+        &|_| true,
+        &mut Rounds::default(),
+    );
     assert!(dispatch.outcome.is_ok() && dispatch.object.is_none());
     assert!(!dispatch.results[0].matched);
 }

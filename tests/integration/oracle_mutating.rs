@@ -46,7 +46,12 @@ struct Case {
     name: String,
     config: Vec<Value>,
     review: Value,
+    /// OpenAPI v3 documents by path (`{"apis/example.com/v1": {...}}`) served to the oracle
+    /// and named by the gateway's `openAPIDocuments`; `null` for none.
+    openapi: Value,
 }
+
+mod custom_resources;
 
 #[derive(Clone, Debug, PartialEq)]
 struct Decision {
@@ -150,7 +155,7 @@ fn review(object: &Value) -> Value {
 fn case(name: &str, kind: &str, config: Vec<Value>) -> Case {
     let mut all = vec![namespace()];
     all.extend(config);
-    Case { name: name.to_owned(), config: all, review: review(&object(kind)) }
+    Case { name: name.to_owned(), config: all, review: review(&object(kind)), openapi: Value::Null }
 }
 
 const PODS: &[&str] = &["pods"];
@@ -506,7 +511,10 @@ fn upstream(cases: &[Case], oracle: &Path) -> Vec<Outcome> {
     let mut stdin = child.stdin.take().unwrap();
     let lines: Vec<String> = cases
         .iter()
-        .map(|case| json!({"mode": "webhooks", "config": case.config, "review": case.review}).to_string())
+        .map(|case| {
+            json!({"mode": "webhooks", "config": case.config, "review": case.review, "openapi": case.openapi})
+                .to_string()
+        })
         .collect();
     let writer = std::thread::spawn(move || {
         for line in lines {
@@ -544,7 +552,18 @@ fn gateway(case: &Case) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config");
     std::fs::create_dir(&config).unwrap();
-    for (i, object) in case.config.iter().chain([&gateway_config()]).enumerate() {
+    let mut settings = gateway_config();
+    let mut documents = Vec::new();
+    for (i, (path, document)) in case.openapi.as_object().into_iter().flatten().enumerate() {
+        let file = dir.path().join(format!("openapi-{i}.json"));
+        std::fs::write(&file, document.to_string()).unwrap();
+        assert!(path.starts_with("apis/"), "a document's path");
+        documents.push(json!(file));
+    }
+    if !documents.is_empty() {
+        settings["openAPIDocuments"] = Value::Array(documents);
+    }
+    for (i, object) in case.config.iter().chain([&settings]).enumerate() {
         std::fs::write(config.join(format!("{i:03}.json")), object.to_string()).unwrap();
     }
     let review = dir.path().join("review.json");
@@ -664,6 +683,7 @@ fn mutating_policies_agree_with_upstream_or_are_listed() {
         std::env::var("ORACLE_MUTATING_GENERATED").ok().and_then(|n| n.parse().ok()).unwrap_or(GENERATED);
     let mut rng = Rng(SEED);
     let mut cases = named();
+    cases.extend(custom_resources::cases());
     let named_count = cases.len();
     cases.extend((0..generated_count).map(|i| generated(i, &mut rng)));
     let names: BTreeSet<String> = cases.iter().map(|c| c.name.clone()).collect();

@@ -128,6 +128,9 @@ type caseIn struct {
 	Review json.RawMessage   `json:"review"`
 	// "webhooks": run the webhook dispatchers (runWebhooks) instead of the policies.
 	Mode string `json:"mode,omitempty"`
+	// More OpenAPI v3 documents the API server serves, by path ("apis/example.com/v1"):
+	// custom resources' schemas for the MutatingAdmissionPolicy plugin's type converters.
+	OpenAPI map[string]json.RawMessage `json:"openapi,omitempty"`
 }
 
 type webhookOut struct {
@@ -924,7 +927,7 @@ func runWebhooks(in caseIn, c *config) (caseOut, error) {
 	plugins.Register(policymutating.PluginName, func(io.Reader) (admission.Interface, error) { return policyPlugin, nil })
 	plugins.Register(mutating.PluginName, func(io.Reader) (admission.Interface, error) { return mutatingPlugin, nil })
 	plugins.Register(validatingwebhook.PluginName, func(io.Reader) (admission.Interface, error) { return validatingPlugin, nil })
-	schemas, fetched := openAPIClient()
+	schemas, fetched := openAPIClient(in.OpenAPI)
 	initialize := admission.PluginInitializers{pluginInitializer{
 		client:  withOpenAPI{Clientset: client, openapi: schemas},
 		factory: factory,
@@ -1074,9 +1077,10 @@ func (d openapiDiscovery) OpenAPIV3() openapi.Client { return d.client }
 // tests/oracle/provision.sh: k8s.io/client-go's openapi/openapitest/testdata, documents a
 // kube-apiserver served for api/v1, apis/apps/v1, apis/batch/v1 and a few more; a file
 // `apis__apps__v1_openapi.json` is the path `apis/apps/v1`). Kinds of other group-versions
-// have no type converter, as a CRD not yet published: the plugin then answers 503. The channel
-// closes when the plugin first lists the paths.
-func openAPIClient() (openapi.Client, <-chan struct{}) {
+// have no type converter, as a CRD not yet published: the plugin then answers 503; a case may
+// bring documents of its own (`extra`, by path). The channel closes when the plugin first
+// lists the paths.
+func openAPIClient(extra map[string]json.RawMessage) (openapi.Client, <-chan struct{}) {
 	files := openapiFiles{paths: map[string]openapi.GroupVersion{}, listed: make(chan struct{})}
 	entries, _ := os.ReadDir(openapiDir)
 	for _, e := range entries {
@@ -1086,6 +1090,9 @@ func openAPIClient() (openapi.Client, <-chan struct{}) {
 		}
 		path := strings.ReplaceAll(name, "__", "/")
 		files.paths[path] = openapiFile{file: filepath.Join(openapiDir, e.Name()), url: "/openapi/v3/" + path + "?hash=oracle"}
+	}
+	for path, document := range extra {
+		files.paths[path] = openapiFile{data: document, url: "/openapi/v3/" + path + "?hash=case"}
 	}
 	return &files, files.listed
 }
@@ -1101,11 +1108,17 @@ func (f *openapiFiles) Paths() (map[string]openapi.GroupVersion, error) {
 	return f.paths, nil
 }
 
-type openapiFile struct{ file, url string }
+type openapiFile struct {
+	file, url string
+	data      []byte
+}
 
 func (g openapiFile) Schema(contentType string) ([]byte, error) {
 	if contentType != k8sruntime.ContentTypeJSON {
 		return nil, fmt.Errorf("the oracle serves OpenAPI as %s only, not %s", k8sruntime.ContentTypeJSON, contentType)
+	}
+	if g.data != nil {
+		return g.data, nil
 	}
 	return os.ReadFile(g.file)
 }

@@ -759,4 +759,42 @@ mod tests {
             assert_eq!(parse_bytes(bad), None, "{bad:?}");
         }
     }
+
+    #[test]
+    fn openapi_documents_are_read_from_the_files_directory_and_every_bad_one_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let widget = serde_json::json!({"openapi": "3.0.0", "components": {"schemas": {"com.example.v1.Widget": {
+            "type": "object", "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Widget"}],
+            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}});
+        std::fs::write(dir.path().join("widgets.json"), widget.to_string()).unwrap();
+        std::fs::write(dir.path().join("kindless.yaml"), "definitions: {a: {type: object}}\n").unwrap();
+        std::fs::write(dir.path().join("broken.json"), r#"{"definitions": {"a": {"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}}}}"#).unwrap();
+
+        let good = config("openAPIDocuments: [widgets.json]").openapi_documents(dir.path()).unwrap();
+        assert_eq!(good.len(), 1);
+        assert!(good[0].api_versions.contains("example.com/v1"));
+        assert!(good[0].schema.type_of("example.com/v1", "Widget").is_some());
+
+        let findings =
+            config("openAPIDocuments: [widgets.json, missing.json, kindless.yaml, broken.json, '']")
+                .openapi_documents(dir.path())
+                .unwrap_err();
+        let fields: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["openAPIDocuments[1]", "openAPIDocuments[2]", "openAPIDocuments[3]", "openAPIDocuments[4]"]
+        );
+        assert!(
+            findings[0].message.starts_with("Invalid value: \"missing.json\": "),
+            "{}",
+            findings[0].message
+        );
+        assert!(
+            findings[1].message.contains("no model of this document names its kind"),
+            "{}",
+            findings[1].message
+        );
+        assert!(findings[2].message.ends_with("a: unknown list type bag"), "{}", findings[2].message);
+        assert!(findings[3].message.starts_with("Required value"), "{}", findings[3].message);
+    }
 }

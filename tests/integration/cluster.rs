@@ -490,3 +490,114 @@ async fn policy_parameters_come_from_the_cluster_and_follow_its_changes() {
     assert!(followed, "the changed and the new parameter were not seen within 5 s");
     gateway.shutdown().await;
 }
+
+/// A CRD whose `spec.ports` is a list keyed by `port` and whose `spec.args` has no list type
+/// (atomic, as the API server's structural schemas make it).
+fn keyed_crd(plural: &str, kind: &str) -> String {
+    let spec = json!({"type": "object", "properties": {
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"],
+                  "items": {"type": "object", "required": ["port"], "properties": {"port": {"type": "integer"}, "name": {"type": "string"}}}},
+        "args": {"type": "array", "items": {"type": "string"}}}});
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema}],
+        },
+    })
+    .to_string()
+}
+
+/// A CREATE review of a `kind` (resource `plural`) in example.com/v1 with this spec.
+fn keyed_review(plural: &str, kind: &str, spec: Value) -> Value {
+    let mut review = widget_in("v1");
+    let request = &mut review["request"];
+    request["kind"]["kind"] = json!(kind);
+    request["resource"]["resource"] = json!(plural);
+    request["requestKind"] = request["kind"].clone();
+    request["requestResource"] = request["resource"].clone();
+    request["object"]["kind"] = json!(kind);
+    request["object"]["spec"] = spec;
+    review
+}
+
+/// A MutatingAdmissionPolicy on `plural` merging `configuration` (a CEL `Object{…}`), bound.
+fn merging_policy(plural: &str, configuration: &str) -> [Value; 2] {
+    [
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+               "metadata": {"name": plural},
+               "spec": {"matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": [plural]}]},
+                        "reinvocationPolicy": "Never", "failurePolicy": "Fail",
+                        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": configuration}}]}}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+               "metadata": {"name": plural}, "spec": {"policyName": plural}}),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_configurations_to_custom_resources_merge_with_the_schema_the_cluster_publishes() {
+    let cluster = ControlPlane::start().await;
+    grant_the_gateway(&cluster).await;
+    apply(&cluster, &keyed_crd("gizmos", "Gizmo")).await;
+    let rename = "Object{spec: Object.spec{ports: [Object.spec.ports{port: 80, name: 'web'}]}}";
+    let [gizmos, gizmos_binding] = merging_policy("gizmos", rename);
+    let [doodads, doodads_binding] = merging_policy("doodads", rename);
+    let [args, args_binding] = merging_policy("widgets", "Object{spec: Object.spec{args: ['b']}}");
+    let fleet = Fleet::of([])
+        .object(gizmos)
+        .object(gizmos_binding)
+        .object(doodads)
+        .object(doodads_binding)
+        .object(args)
+        .object(args_binding);
+    let gateway = TestGateway::start_in_cluster(Some(fleet), options(&cluster, None)).await;
+    let spec = json!({"ports": [{"port": 53, "name": "dns"}, {"port": 80, "name": "http"}], "args": ["a"]});
+
+    // The cluster's OpenAPI (this API server serves v2 only) gives the list its key: the item
+    // with port 80 is renamed in place, the other kept. Without the schema the answer would
+    // be the API server's 503; with the list atomic, a refusal.
+    let merged = eventually(Duration::from_secs(20), || async {
+        let review = keyed_review("gizmos", "Gizmo", spec.clone());
+        let answer = gateway.mutate(&review).await;
+        answer.allowed()
+            && answer.patched(&review["request"]["object"])["spec"]["ports"]
+                == json!([{"port": 53, "name": "dns"}, {"port": 80, "name": "web"}])
+    })
+    .await;
+    assert!(merged, "the Gizmo's ports are merged by their key");
+
+    // A kind of that group-version the cluster has not got: its converter has no type for
+    // it, and the policy (Fail) denies with upstream's text.
+    let answer = gateway.mutate(&keyed_review("doodads", "Doodad", spec.clone())).await;
+    assert!(!answer.allowed(), "{}", answer.body);
+    assert!(
+        answer.message().contains(
+            "error applying patch: failed to convert patch object to typed object: no corresponding type for example.com/v1, Kind=Doodad"
+        ),
+        "{}",
+        answer.body
+    );
+
+    // Created while the gateway runs: learnt from the next listing.
+    apply(&cluster, &keyed_crd("doodads", "Doodad")).await;
+    let learnt = eventually(Duration::from_secs(30), || async {
+        gateway.mutate(&keyed_review("doodads", "Doodad", spec.clone())).await.allowed()
+    })
+    .await;
+    assert!(learnt, "the new CRD's schema is read from the cluster");
+
+    // A list without a list type in a CRD's structural schema is atomic: refused as upstream.
+    apply(&cluster, &keyed_crd("widgets", "Widget")).await;
+    let refused = eventually(Duration::from_secs(30), || async {
+        let answer = gateway.mutate(&keyed_review("widgets", "Widget", spec.clone())).await;
+        answer.message().contains("may not mutate atomic arrays, maps or structs: .spec.args")
+    })
+    .await;
+    assert!(refused, "an apply configuration to an atomic list is refused");
+    gateway.shutdown().await;
+}

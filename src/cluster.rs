@@ -1,8 +1,8 @@
 //! Cluster mode (`serve --kube`): what the API server knows and a configuration file cannot —
 //! live namespace labels ([`namespaces`]), the fleet's manifests from ConfigMaps ([`fleet`]),
 //! multi-version custom resources for `matchPolicy: Equivalent` ([`discovery`]), the
-//! ValidatingAdmissionPolicies' parameter objects ([`params`]), answers to
-//! the CEL authorizer ([`authorizer`]) — read through the Kubernetes API with the gateway's own service account
+//! ValidatingAdmissionPolicies' parameter objects ([`params`]), custom resources' schemas for
+//! apply configurations ([`openapi`]), answers to the CEL authorizer ([`authorizer`]) — read through the Kubernetes API with the gateway's own service account
 //! (in-cluster) or a kubeconfig. `deploy/base/rbac.yaml` grants exactly what this module asks
 //! for.
 

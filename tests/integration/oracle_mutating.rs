@@ -52,6 +52,7 @@ struct Case {
 }
 
 mod custom_resources;
+mod large;
 
 #[derive(Clone, Debug, PartialEq)]
 struct Decision {
@@ -684,6 +685,7 @@ fn mutating_policies_agree_with_upstream_or_are_listed() {
     let mut rng = Rng(SEED);
     let mut cases = named();
     cases.extend(custom_resources::cases());
+    cases.extend(large::cases());
     let named_count = cases.len();
     cases.extend((0..generated_count).map(|i| generated(i, &mut rng)));
     let names: BTreeSet<String> = cases.iter().map(|c| c.name.clone()).collect();

@@ -199,3 +199,46 @@ async fn a_shadowed_policy_is_compared_with_the_webhook_it_replaces_on_the_objec
         "a shadowed policy acts on nothing: {metrics}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_policy_mutates_its_share_of_objects_the_same_ones_every_time() {
+    let mut canary = counter("Never");
+    canary["metadata"]["annotations"] =
+        json!({"admission-gateway/mode": "canary", "admission-gateway/canary-percent": "50"});
+    let gateway = TestGateway::start(Fleet::default().object(canary).object(binding("count"))).await;
+    // Objects are placed in a bucket by namespace and name.
+    let review = |i: usize| {
+        let mut review = fixtures::review(POD_CREATE);
+        review["request"]["uid"] = json!(format!("00000000-0000-4000-8000-{i:012}"));
+        review["request"]["name"] = json!(format!("web-{i}"));
+        review["request"]["object"]["metadata"]["name"] = json!(format!("web-{i}"));
+        review
+    };
+    let mut mutated = Vec::new();
+    for i in 0..64 {
+        let answer = gateway.mutate(&review(i)).await;
+        assert!(answer.allowed(), "{}", answer.body);
+        let object = answer.patched(&fixtures::object(POD_CREATE));
+        mutated.push(runs(&object) == "1");
+    }
+    let share = mutated.iter().filter(|m| **m).count();
+    assert!((16..=48).contains(&share), "about half the objects are mutated: {share} of 64");
+    for (i, was) in mutated.iter().enumerate().take(16) {
+        let again = gateway.mutate(&review(i)).await.patched(&fixtures::object(POD_CREATE));
+        assert_eq!(runs(&again) == "1", *was, "review {i} lands in the same bucket again");
+    }
+    let metrics = gateway.admin_get("/metrics").await.1;
+    let checks: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_mutating_admission_policy_check_total{")
+                && l.contains("policy=\"count\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    let applied = mutated.iter().filter(|m| **m).count() + mutated.iter().take(16).filter(|m| **m).count();
+    assert_eq!(
+        checks as usize, applied,
+        "only the mutations applied are counted in the API server's family: {metrics}"
+    );
+}

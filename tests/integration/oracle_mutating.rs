@@ -207,6 +207,10 @@ fn named() -> Vec<Case> {
         one("runtime-error", "Pod", PODS, "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/labels/x', value: object.spec.nope}]")]),
         one("namespace-object", "Pod", PODS, "Fail", vec![ac("Object{metadata: Object.metadata{labels: {'env': namespaceObject.metadata.labels.env}}}")]),
         one("request-fields", "Pod", PODS, "Fail", vec![ac("Object{metadata: Object.metadata{labels: {'by': request.userInfo.username, 'op': request.operation}}}")]),
+        // Refused at creation by both (the oracle compiles as kube-apiserver's validation does).
+        one("refused-mixed-map", "Pod", PODS, "Fail", vec![ac("Object{metadata: Object.metadata{labels: {'a': [1], 'b': 'x'}}}")]),
+        one("refused-bare-list", "Pod", PODS, "Fail", vec![jp("[]")]),
+        one("refused-wrong-result", "Pod", PODS, "Fail", vec![ac("[1, 2]")]),
     ];
     // Variables, matchConditions.
     let mut with_variables = policy(

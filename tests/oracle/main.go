@@ -88,6 +88,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	policymutating "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	mutatingpatch "k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
@@ -597,6 +598,52 @@ func refusal(c *config) string {
 			r := compiler.CompileCELExpression(&validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}, vars, environment.NewExpressions)
 			if why := check(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), r); why != "" {
 				return why
+			}
+		}
+	}
+	// MutatingAdmissionPolicies: their variables, matchConditions and mutations compiled as
+	// for a new policy, the mutations with the patch types declared and each against the
+	// result type its patchType requires (list(JSONPatch) or Object).
+	for _, p := range c.mpolicies {
+		compiler, err := plugincel.NewCompositedCompiler(base)
+		if err != nil {
+			return fmt.Sprintf("MutatingAdmissionPolicy %q: %v", p.Name, err)
+		}
+		vars := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
+		check := func(field string, result plugincel.CompilationResult) string {
+			if result.Error != nil {
+				return fmt.Sprintf("MutatingAdmissionPolicy %q: %s: %s", p.Name, field, result.Error.Detail)
+			}
+			return ""
+		}
+		for i, v := range p.Spec.Variables {
+			r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions)
+			if why := check(fmt.Sprintf("spec.variables[%d].expression", i), r); why != "" {
+				return why
+			}
+		}
+		for i, m := range p.Spec.MatchConditions {
+			r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
+			if why := check(fmt.Sprintf("spec.matchConditions[%d].expression", i), r); why != "" {
+				return why
+			}
+		}
+		patchVars := vars
+		patchVars.HasPatchTypes = true
+		for i, m := range p.Spec.Mutations {
+			var accessor plugincel.ExpressionAccessor
+			field := ""
+			switch {
+			case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+				accessor, field = &mutatingpatch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, "jsonPatch"
+			case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+				accessor, field = &mutatingpatch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, "applyConfiguration"
+			default:
+				continue
+			}
+			evaluator := compiler.CompileMutatingEvaluator(accessor, patchVars, environment.NewExpressions)
+			if errs := evaluator.CompilationErrors(); len(errs) > 0 {
+				return fmt.Sprintf("MutatingAdmissionPolicy %q: spec.mutations[%d].%s.expression: %v", p.Name, i, field, errs[0])
 			}
 		}
 	}

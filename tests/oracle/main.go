@@ -66,6 +66,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -81,6 +82,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -132,6 +134,9 @@ type caseIn struct {
 	// More OpenAPI v3 documents the API server serves, by path ("apis/example.com/v1"):
 	// custom resources' schemas for the MutatingAdmissionPolicy plugin's type converters.
 	OpenAPI map[string]json.RawMessage `json:"openapi,omitempty"`
+	// Mode "webhooks": how the request's objects are held, "typed" (a built-in kind as its Go
+	// type, as kube-apiserver holds it) or "unstructured" (the default).
+	Objects string `json:"objects,omitempty"`
 }
 
 type webhookOut struct {
@@ -179,10 +184,18 @@ func main() {
 	jobs := flag.Int("j", 4*runtime.GOMAXPROCS(0), "cases run at the same time")
 	reviewFile := flag.String("review", "", "run one case: this AdmissionReview (JSON) against the configuration files and directories given as arguments")
 	webhooksMode := flag.Bool("webhooks", false, "with --review: run the webhook dispatchers on the case (mode \"webhooks\") instead of the policies")
+	goTypesDump := flag.Bool("go-types", false, "print the Go types of client-go's kinds as crates/structured-merge/schema/gotypes.json holds them, and exit")
 	flag.IntVar(&benchRounds, "bench", 0, "with --review: run the plugin's Validate this many more times and print the CPU time per call (the load test's upstream figure)")
 	flag.Parse()
 	if *version {
 		fmt.Printf("%s (Debian golang-k8s-apiserver-dev %s)\n", upstreamVersion, debianVersion)
+		return
+	}
+	if *goTypesDump {
+		if err := dumpGoTypes(os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if *reviewFile != "" {
@@ -674,6 +687,12 @@ func refusal(c *config) string {
 
 // The AdmissionReview's request, as the API server would have built its attributes.
 func attributesOf(raw json.RawMessage) (admission.Attributes, schema.GroupVersionKind, schema.GroupVersionResource, error) {
+	return attributesHeld(raw, false)
+}
+
+// attributesHeld is attributesOf with the request's object and old object held typed when
+// `typed` and their kind is one of client-go's scheme (typedOf), unstructured otherwise.
+func attributesHeld(raw json.RawMessage, typed bool) (admission.Attributes, schema.GroupVersionKind, schema.GroupVersionResource, error) {
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(raw, &review); err != nil {
 		return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: not an AdmissionReview: %v", err)
@@ -705,9 +724,19 @@ func attributesOf(raw json.RawMessage) (admission.Attributes, schema.GroupVersio
 	var obj, old, opts k8sruntime.Object
 	if object != nil {
 		obj = object
+		if typed {
+			if obj, err = typedOf(object, kind); err != nil {
+				return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: request.object: %v", err)
+			}
+		}
 	}
 	if oldObject != nil {
 		old = oldObject
+		if typed {
+			if old, err = typedOf(oldObject, kind); err != nil {
+				return nil, schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("review: request.oldObject: %v", err)
+			}
+		}
 	}
 	if options != nil {
 		opts = options
@@ -728,6 +757,35 @@ func unstructuredOf(raw []byte) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: content}, nil
+}
+
+// typedOf: the object as kube-apiserver holds a built-in kind, the Go type of client-go's
+// scheme for its apiVersion and kind (the request's kind when it names none), decoded strictly
+// (a field the type does not have is the case's mistake: kube-apiserver never sends one); the
+// object itself when the scheme does not know the kind (a custom resource).
+func typedOf(u *unstructured.Unstructured, requestKind schema.GroupVersionKind) (k8sruntime.Object, error) {
+	gvk := u.GroupVersionKind()
+	if gvk.Empty() {
+		gvk = requestKind
+	}
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		return u, nil
+	}
+	into, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	strict := serializerjson.NewSerializerWithOptions(serializerjson.DefaultMetaFactory, clientgoscheme.Scheme, clientgoscheme.Scheme, serializerjson.SerializerOptions{Strict: true})
+	obj, _, err := strict.Decode(raw, &gvk, into)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid %s: %v", gvk.Kind, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
 }
 
 // noAuthorizer answers every check with an error: the gateway outside cluster mode has no
@@ -778,6 +836,19 @@ func runCase(in caseIn) (caseOut, error) {
 	case "":
 	case "webhooks":
 		return runWebhooks(in, c)
+	case "encode":
+		// The request's object in the encoding kube-apiserver sends a built-in kind in (its Go
+		// type's), to write a case's review as the API server would.
+		attrs, _, _, err := attributesHeld(in.Review, true)
+		if err != nil {
+			return out, err
+		}
+		if attrs.GetObject() != nil {
+			if out.Object, err = json.Marshal(attrs.GetObject()); err != nil {
+				return out, err
+			}
+		}
+		return out, nil
 	default:
 		return out, fmt.Errorf("mode %q: the oracle knows \"webhooks\" (and none, the policies)", in.Mode)
 	}
@@ -933,10 +1004,18 @@ func matchWebhooks(ctx context.Context, c *config, attrs admission.Attributes, k
 // the same fields, another apiVersion), and nothing is defaulted or pruned.
 func runWebhooks(in caseIn, c *config) (caseOut, error) {
 	out := caseOut{Upstream: upstreamVersion}
+	typed := false
+	switch in.Objects {
+	case "", "unstructured":
+	case "typed":
+		typed = true
+	default:
+		return out, fmt.Errorf("objects %q: the oracle holds them \"typed\" or \"unstructured\"", in.Objects)
+	}
 	if len(c.policies) > 0 || len(c.bindings) > 0 {
 		return out, errors.New("mode webhooks: the configuration holds policies (run them without a mode)")
 	}
-	attrs, kind, resource, err := attributesOf(in.Review)
+	attrs, kind, resource, err := attributesHeld(in.Review, typed)
 	if err != nil {
 		return out, err
 	}
@@ -1002,7 +1081,7 @@ func runWebhooks(in caseIn, c *config) (caseOut, error) {
 		}
 	}
 
-	objectInterfaces := webhookObjectInterfaces()
+	objectInterfaces := webhookObjectInterfaces(typed)
 	var admitErr error
 	var annotations map[string]string
 	var final k8sruntime.Object
@@ -1036,6 +1115,13 @@ func runWebhooks(in caseIn, c *config) (caseOut, error) {
 	}
 	if u, ok := final.(*unstructured.Unstructured); ok && u != nil {
 		text, err := json.Marshal(u.Object)
+		if err != nil {
+			return out, fmt.Errorf("encoding the final object: %v", err)
+		}
+		out.Object = text
+	} else if final != nil && typed {
+		// The typed encoding, as kube-apiserver would send the object on.
+		text, err := json.Marshal(final)
 		if err != nil {
 			return out, fmt.Errorf("encoding the final object: %v", err)
 		}
@@ -1180,7 +1266,9 @@ func (noPluginConfig) ConfigFor(string) (io.Reader, error) { return nil, nil }
 // The resources whose versions are equivalent (matchPolicy Equivalent), as kube-apiserver
 // registers them: the Deployment's group versions (apps and extensions share one identity, as
 // in kube-apiserver's equivalent resource registry). Everything else has only its own version.
-func webhookObjectInterfaces() admission.ObjectInterfaces {
+// Typed: objects of client-go's kinds created and converted as Go types (typedCreater,
+// typedConvertor), the others unstructured.
+func webhookObjectInterfaces(typed bool) admission.ObjectInterfaces {
 	registry := k8sruntime.NewEquivalentResourceRegistryWithIdentity(func(gr schema.GroupResource) string {
 		if gr.Group == "extensions" && gr.Resource == "deployments" {
 			return "deployments.apps"
@@ -1197,6 +1285,15 @@ func webhookObjectInterfaces() admission.ObjectInterfaces {
 		}
 	}
 	scheme := clientgoscheme.Scheme
+	if typed {
+		return &admission.RuntimeObjectInterfaces{
+			ObjectCreater:            typedCreater{},
+			ObjectTyper:              scheme,
+			ObjectDefaulter:          scheme,
+			ObjectConvertor:          typedConvertor{},
+			EquivalentResourceMapper: registry,
+		}
+	}
 	return &admission.RuntimeObjectInterfaces{
 		ObjectCreater:            unstructuredCreater{},
 		ObjectTyper:              scheme,
@@ -1204,6 +1301,87 @@ func webhookObjectInterfaces() admission.ObjectInterfaces {
 		ObjectConvertor:          unstructuredConvertor{},
 		EquivalentResourceMapper: registry,
 	}
+}
+
+// typedCreater makes an object of a kind client-go's scheme knows as its Go type, any other
+// unstructured.
+type typedCreater struct{}
+
+func (typedCreater) New(kind schema.GroupVersionKind) (k8sruntime.Object, error) {
+	if clientgoscheme.Scheme.Recognizes(kind) {
+		return clientgoscheme.Scheme.New(kind)
+	}
+	return unstructuredCreater{}.New(kind)
+}
+
+// typedConvertor converts as kube-apiserver's scheme would between the forms the oracle holds:
+// unstructured to unstructured as unstructuredConvertor; a Go object into another of its own
+// type by copy (kube-apiserver converts between the versioned and the internal type there);
+// an unstructured object into the Go type of its kind through client-go's scheme (as
+// kube-apiserver's ConvertToVersion turns an ApplyConfiguration's result back into the typed
+// object); anything else (two versions of a built-in kind, which client-go cannot convert)
+// field by field through the unstructured form, as unstructuredConvertor does.
+type typedConvertor struct{}
+
+func (typedConvertor) Convert(in, out, context interface{}) error {
+	_, inU := in.(*unstructured.Unstructured)
+	outU, outIsU := out.(*unstructured.Unstructured)
+	if inU && outIsU {
+		return unstructuredConvertor{}.Convert(in, out, context)
+	}
+	if reflect.TypeOf(in) == reflect.TypeOf(out) {
+		copied := in.(k8sruntime.Object).DeepCopyObject()
+		reflect.ValueOf(out).Elem().Set(reflect.ValueOf(copied).Elem())
+		return nil
+	}
+	var content map[string]interface{}
+	if u, ok := in.(*unstructured.Unstructured); ok {
+		content = k8sruntime.DeepCopyJSON(u.Object)
+	} else {
+		obj, ok := in.(k8sruntime.Object)
+		if !ok {
+			return fmt.Errorf("the oracle converts objects only, not %T", in)
+		}
+		var err error
+		if content, err = k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			return err
+		}
+	}
+	if outIsU {
+		kind := outU.GroupVersionKind()
+		outU.Object = content
+		if !kind.Empty() {
+			outU.SetGroupVersionKind(kind)
+		}
+		return nil
+	}
+	return k8sruntime.DefaultUnstructuredConverter.FromUnstructured(content, out)
+}
+
+func (c typedConvertor) ConvertToVersion(in k8sruntime.Object, target k8sruntime.GroupVersioner) (k8sruntime.Object, error) {
+	kind, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{in.GetObjectKind().GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("no target version for %v", in.GetObjectKind().GroupVersionKind())
+	}
+	if !clientgoscheme.Scheme.Recognizes(kind) {
+		return unstructuredConvertor{}.ConvertToVersion(in, target)
+	}
+	if _, ok := in.(*unstructured.Unstructured); ok && in.GetObjectKind().GroupVersionKind() == kind {
+		return clientgoscheme.Scheme.ConvertToVersion(in, target)
+	}
+	out, err := clientgoscheme.Scheme.New(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Convert(in, out, nil); err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(kind)
+	return out, nil
+}
+
+func (typedConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
 }
 
 // unstructuredCreater makes every object unstructured, as the API server does for a custom

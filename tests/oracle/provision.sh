@@ -168,7 +168,7 @@ GOROOT_DIR="$(ls -d "$SYSROOT"/usr/lib/go-1.* 2>/dev/null | sort -V | tail -1)"
 [ -x "$GOROOT_DIR/bin/go" ] || die "no Go toolchain in $SYSROOT/usr/lib/go-1.*"
 
 # --- 3. the build ------------------------------------------------------------------------------
-hash="$(cat "$here/main.go" "$here/provision.sh" "$SYSROOT/.packages" | sha256sum | cut -c1-16)"
+hash="$(cat "$here"/*.go "$here/provision.sh" "$SYSROOT/.packages" | sha256sum | cut -c1-16)"
 OUT="$CACHE/oracle-$UPSTREAM/$hash"
 if [ -x "$OUT/oracle" ]; then
     echo "$OUT/oracle" >"$CACHE/oracle-current"
@@ -178,7 +178,7 @@ fi
 work="$OUT/gopath"
 rm -rf "$work"
 mkdir -p "$work/src/admission-gateway-oracle" "$GOCACHE_DIR"
-cp "$here/main.go" "$work/src/admission-gateway-oracle/"
+cp "$here"/*.go "$work/src/admission-gateway-oracle/"
 # Debian's golang-k8s-apiserver-dev switches k8s.io/apiserver's json-patch imports to the v5
 # module (its changelog: "Switch json-patch imports to the v5 module path"); kube-apiserver 1.36
 # applies a mutating webhook's patch with gopkg.in/evanphx/json-patch.v4 (k8s.io/apiserver's

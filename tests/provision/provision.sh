@@ -81,11 +81,11 @@ present() {
     prometheus) command -v prometheus >/dev/null || [ -x /usr/bin/prometheus ] ;;
     kopf) [ -f "$KOPF_VENV/.provisioned" ] && "$KOPF_VENV/bin/python" -c 'import kopf' 2>/dev/null ;;
     oracle)
-        # A build of this tree's main.go, tests/oracle/provision.sh and packages (one directory
+        # A build of this tree's tests/oracle/*.go, provision.sh and packages (one directory
         # per hash of them); found, it becomes oracle-current.
         local hash bin
         [ -f "$CACHE/oracle-sysroot/.packages" ] || return 1
-        hash="$(cat "$here/../oracle/main.go" "$here/../oracle/provision.sh" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)"
+        hash="$(cat "$here"/../oracle/*.go "$here/../oracle/provision.sh" "$CACHE/oracle-sysroot/.packages" | sha256sum | cut -c1-16)"
         for bin in "$CACHE"/oracle-*/"$hash"/oracle; do
             [ -x "$bin" ] && echo "$bin" >"$CACHE/oracle-current" && return 0
         done
@@ -108,7 +108,7 @@ fi
 
 started=$(date +%s)
 if [ "$tool" = oracle ] && [ -f "$CACHE/oracle-current" ]; then
-    say "rebuilding the oracle (tests/oracle/main.go, its provision.sh or its packages changed)…"
+    say "rebuilding the oracle (tests/oracle/*.go, its provision.sh or its packages changed)…"
 else
     say "provisioning $tool (first use, cached afterwards)…"
 fi

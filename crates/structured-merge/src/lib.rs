@@ -18,8 +18,9 @@
 //! What it deliberately does not do:
 //! - evaluate CEL: the patch and the configuration are JSON the caller made from the CEL
 //!   values as the plugin does (ints, doubles, strings, lists, maps; CEL null is JSON `null`);
-//! - decode the result into the kind's Go type: unknown fields, wrong types, dropping empty
-//!   `omitempty` members, canonical quantities and defaulting after a mutation are the caller's;
+//! - decode a JSON Patch's result into the kind's Go type by itself: [`typed::GoTypes`] does
+//!   that round trip (unknown fields, wrong types, members dropped when empty or added when
+//!   always written) for the caller to run; canonical quantities and defaulting are not done;
 //! - fetch schemas: kube-apiserver builds its type converter from its own OpenAPI v3 for each
 //!   group-version (custom resources included); [`schema::Schema::from_openapi`] converts such
 //!   a document (v3, or a v2 one) as upstream does, [`schema::Schema::from_json`] takes a
@@ -44,12 +45,14 @@
 
 pub mod json_patch;
 pub mod schema;
+pub mod typed;
 
 mod convert;
 mod gofmt;
 mod merge;
 mod openapi;
 mod path;
+mod quantity;
 
 use serde_json::Value;
 

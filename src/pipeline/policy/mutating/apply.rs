@@ -18,6 +18,7 @@ use crate::cel::PatchType;
 use crate::review::decode::IncomingReview;
 use crate::review::Status;
 use crate::schemas::Schemas;
+use structured_merge::typed::GoTypes;
 
 pub(super) fn mutation(
     review: &IncomingReview,
@@ -26,15 +27,12 @@ pub(super) fn mutation(
     object: &Value,
     value: Value,
 ) -> Result<Mutated, Status> {
-    match patch_type {
-        PatchType::JsonPatch => Ok(json_patch(object, &value)),
+    let kind = review.kind();
+    let api_version =
+        if kind.group.is_empty() { kind.version.clone() } else { format!("{}/{}", kind.group, kind.version) };
+    let mutated = match patch_type {
+        PatchType::JsonPatch => json_patch(object, &value),
         PatchType::ApplyConfiguration => {
-            let kind = review.kind();
-            let api_version = if kind.group.is_empty() {
-                kind.version.clone()
-            } else {
-                format!("{}/{}", kind.group, kind.version)
-            };
             let Some(found) = schemas.of(&api_version) else {
                 return Err(no_schema(&kind.group, &kind.version, &kind.kind));
             };
@@ -48,14 +46,30 @@ pub(super) fn mutation(
             let mut configuration = value;
             if let Value::Object(fields) = &mut configuration {
                 // The object's own kind and version, whatever the configuration said.
-                fields.insert("apiVersion".to_owned(), Value::String(api_version));
+                fields.insert("apiVersion".to_owned(), Value::String(api_version.clone()));
                 fields.insert("kind".to_owned(), Value::String(kind.kind.clone()));
             }
-            Ok(match structured_merge::apply_configuration(schema, object, &configuration) {
+            match structured_merge::apply_configuration(schema, object, &configuration) {
                 Ok(merged) => Mutated::Object(merged),
                 Err(error) => Mutated::Failed(format!("error applying patch: {error}")),
-            })
+            }
         }
+    };
+    match mutated {
+        Mutated::Object(changed) => typed_round_trip(&api_version, &kind.kind, changed),
+        other => Ok(other),
+    }
+}
+
+/// A built-in kind's object as kube-apiserver holds it after a mutation: decoded into its Go
+/// type (strictly, after a JSON Patch) and encoded again (`structured_merge::typed`). An error
+/// of the decoding is the API server's 500, whatever the failurePolicy, and ends the policies'
+/// run. A custom resource is held unstructured: unchanged.
+fn typed_round_trip(api_version: &str, kind: &str, object: Value) -> Result<Mutated, Status> {
+    match GoTypes::builtin().round_trip(api_version, kind, &object) {
+        None => Ok(Mutated::Object(object)),
+        Some(Ok(typed)) => Ok(Mutated::Object(typed)),
+        Some(Err(error)) => Err(crate::pipeline::verdict::internal_error(&error.0)),
     }
 }
 

@@ -1,0 +1,525 @@
+//! The typed round trip of a built-in kind: what kube-apiserver does to an object after a JSON
+//! Patch mutation (`k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch/json_patch.go`):
+//! the patched JSON decoded strictly into the kind's Go type (`sigs.k8s.io/json`, through
+//! `k8s.io/apimachinery/pkg/runtime/serializer/json` with `Strict: true`), which is encoded again
+//! when the object is next read.
+//!
+//! [`GoTypes::round_trip`] reproduces:
+//! - decoding errors with encoding/json's texts: `json: cannot unmarshal string into Go struct
+//!   field Container.spec.containers.ports.containerPort of type int32` (the first, in member
+//!   order), a number that is no integer of the field's size (`number 1.5`), a quantity that
+//!   does not parse, an int-or-string that is neither; otherwise every member the type does not
+//!   have, `strict decoding error: unknown field "spec.foo", unknown field "…"`;
+//! - the encoding: members the type omits when empty (`omitempty`: `""`, `0`, `false`, `null`,
+//!   `[]`, `{}` of strings, numbers, booleans, pointers, lists and maps) or zero (`omitzero`)
+//!   dropped, members it always writes added with their zero value (`"containers": null`, a
+//!   struct as `{}` and its own such members), `null` given to a string, number or boolean
+//!   written as its zero value.
+//!
+//! Quantities are written in their canonical form (`1000m` as `1`, `crate::quantity`).
+//!
+//! What it does not reproduce: times are kept as written (Go writes them in UTC to the second);
+//! a quantity beyond int64 or nano precision is kept as written; a time, a duration and base64
+//! bytes are not parsed; members are taken in key order where Go takes them in the order written, which
+//! decides only which of several type errors is named and the order of the unknown fields.
+//!
+//! The types: `schema/gotypes.json`, printed by the test oracle (`tests/oracle/gotypes.go`,
+//! `oracle --go-types`) from the Go types of client-go's scheme (golang-k8s-client-go-dev
+//! 0.36.4-1, Debian).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Number, Value};
+
+/// A Go type as encoding/json sees it.
+#[derive(Debug)]
+enum GoType {
+    /// `string`, `bool`, `int32`, `int64` (and their named types, `go` being the name printed).
+    Scalar {
+        kind: Scalar,
+        go: String,
+    },
+    Ptr(Box<GoType>),
+    Slice {
+        elem: Box<GoType>,
+        go: String,
+    },
+    Map {
+        elem: Box<GoType>,
+        go: String,
+    },
+    Struct {
+        name: String,
+        go: String,
+    },
+    Special {
+        kind: Special,
+        go: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scalar {
+    String,
+    Bool,
+    Int(u32),
+    Uint(u32),
+    Float,
+}
+
+/// Types that decode themselves (`UnmarshalJSON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Special {
+    Quantity,
+    IntOrString,
+    Time,
+    Duration,
+    Bytes,
+    Raw,
+}
+
+#[derive(Debug)]
+struct Field {
+    name: String,
+    /// The Go names of the embedded structs it is promoted from.
+    embedded: Vec<String>,
+    ty: GoType,
+    omit_empty: bool,
+    omit_zero: bool,
+}
+
+#[derive(Debug)]
+struct Struct {
+    go: String,
+    fields: Vec<Field>,
+    index: HashMap<String, usize>,
+}
+
+/// The Go types of the built-in kinds.
+pub struct GoTypes {
+    structs: HashMap<String, Struct>,
+    kinds: HashMap<String, HashMap<String, String>>,
+}
+
+static BUILTIN: OnceLock<GoTypes> = OnceLock::new();
+
+/// An error of the decoding, with the texts kube-apiserver answers (after `Internal error
+/// occurred: `).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+impl GoTypes {
+    /// The built-in kinds' types (embedded data, parsed once, lazily).
+    pub fn builtin() -> &'static GoTypes {
+        BUILTIN.get_or_init(|| {
+            GoTypes::from_json(include_str!("../schema/gotypes.json"))
+                .expect("the embedded Go types are valid")
+        })
+    }
+
+    /// From `oracle --go-types`'s JSON.
+    pub fn from_json(text: &str) -> Result<GoTypes, String> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut structs = HashMap::new();
+        for (name, s) in doc.get("structs").and_then(Value::as_object).ok_or("no \"structs\"")? {
+            let mut fields = Vec::new();
+            let mut index = HashMap::new();
+            for f in s.get("fields").and_then(Value::as_array).into_iter().flatten() {
+                let field_name = f.get("name").and_then(Value::as_str).ok_or("a field without a name")?;
+                let ty = parse_type(f.get("type").ok_or("a field without a type")?)
+                    .map_err(|e| format!("{name}.{field_name}: {e}"))?;
+                // encoding/json: the first of two fields of one name wins.
+                index.entry(field_name.to_owned()).or_insert(fields.len());
+                let embedded = f.get("embedded").and_then(Value::as_array).into_iter().flatten();
+                fields.push(Field {
+                    name: field_name.to_owned(),
+                    embedded: embedded.filter_map(Value::as_str).map(str::to_owned).collect(),
+                    ty,
+                    omit_empty: f.get("omitempty") == Some(&Value::Bool(true)),
+                    omit_zero: f.get("omitzero") == Some(&Value::Bool(true)),
+                });
+            }
+            let go = s.get("go").and_then(Value::as_str).unwrap_or_default().to_owned();
+            structs.insert(name.clone(), Struct { go, fields, index });
+        }
+        let mut kinds: HashMap<String, HashMap<String, String>> = HashMap::new();
+        for (api_version, ks) in doc.get("kinds").and_then(Value::as_object).ok_or("no \"kinds\"")? {
+            for (kind, name) in ks.as_object().into_iter().flatten() {
+                let name = name.as_str().ok_or("kinds: type names are strings")?;
+                if !structs.contains_key(name) {
+                    return Err(format!("kinds: unknown type {name:?}"));
+                }
+                kinds.entry(api_version.clone()).or_default().insert(kind.clone(), name.to_owned());
+            }
+        }
+        Ok(GoTypes { structs, kinds })
+    }
+
+    /// Whether `kind` of `api_version` is a Go type here (a built-in kind).
+    pub fn knows(&self, api_version: &str, kind: &str) -> bool {
+        self.kinds.get(api_version).is_some_and(|k| k.contains_key(kind))
+    }
+
+    /// `object` decoded into the Go type of `kind` and encoded again; None when the kind is not
+    /// here (a custom resource: no round trip).
+    pub fn round_trip(
+        &self,
+        api_version: &str,
+        kind: &str,
+        object: &Value,
+    ) -> Option<Result<Value, DecodeError>> {
+        let name = self.kinds.get(api_version)?.get(kind)?;
+        let root = GoType::Struct { name: name.clone(), go: String::new() };
+        let mut decoder = Decoder {
+            types: self,
+            path: Vec::new(),
+            at: Vec::new(),
+            context: None,
+            first: None,
+            unknown: Vec::new(),
+        };
+        decoder.check(&root, object);
+        if let Some(error) = decoder.first {
+            return Some(Err(DecodeError(error)));
+        }
+        if !decoder.unknown.is_empty() {
+            let listed: Vec<String> =
+                decoder.unknown.iter().map(|f| format!("unknown field {}", go_quote(f))).collect();
+            return Some(Err(DecodeError(format!("strict decoding error: {}", listed.join(", ")))));
+        }
+        Some(Ok(self.encode(&root, Some(object))))
+    }
+
+    /// The value as Go encodes the decoded value (`None`: the member was absent, the zero value).
+    fn encode(&self, ty: &GoType, value: Option<&Value>) -> Value {
+        let value = value.filter(|v| !v.is_null());
+        match ty {
+            GoType::Scalar { kind, .. } => match value {
+                Some(v) => v.clone(),
+                None => match kind {
+                    Scalar::String => Value::String(String::new()),
+                    Scalar::Bool => Value::Bool(false),
+                    Scalar::Int(_) | Scalar::Uint(_) | Scalar::Float => Value::Number(Number::from(0)),
+                },
+            },
+            GoType::Ptr(inner) => match value {
+                Some(v) => self.encode(inner, Some(v)),
+                None => Value::Null,
+            },
+            GoType::Slice { elem, .. } => match value {
+                Some(Value::Array(items)) => {
+                    Value::Array(items.iter().map(|i| self.encode(elem, Some(i))).collect())
+                }
+                _ => Value::Null,
+            },
+            GoType::Map { elem, .. } => match value {
+                Some(Value::Object(members)) => Value::Object(
+                    members.iter().map(|(k, v)| (k.clone(), self.encode(elem, Some(v)))).collect(),
+                ),
+                _ => Value::Null,
+            },
+            GoType::Struct { name, .. } => {
+                let Some(s) = self.structs.get(name) else { return value.cloned().unwrap_or(Value::Null) };
+                let members = value.and_then(Value::as_object);
+                let mut out = Map::new();
+                for field in &s.fields {
+                    let given = members.and_then(|m| m.get(&field.name));
+                    let encoded = self.encode(&field.ty, given);
+                    if (field.omit_empty && is_empty(&field.ty, &encoded))
+                        || (field.omit_zero && self.is_zero(&field.ty, &encoded))
+                    {
+                        continue;
+                    }
+                    out.insert(field.name.clone(), encoded);
+                }
+                Value::Object(out)
+            }
+            GoType::Special { kind, .. } => match (kind, value) {
+                // Written back in its canonical form (`1000m` as `1`), as a string.
+                (Special::Quantity, Some(v)) => {
+                    let text = match v {
+                        Value::String(s) => s.trim().to_owned(),
+                        other => other.to_string(),
+                    };
+                    Value::String(crate::quantity::parse(&text).unwrap_or(text))
+                }
+                (_, Some(v)) => v.clone(),
+                (Special::Quantity, None) => Value::String("0".into()),
+                (Special::IntOrString, None) => Value::Number(Number::from(0)),
+                (Special::Duration, None) => Value::String("0s".into()),
+                (Special::Time | Special::Bytes | Special::Raw, None) => Value::Null,
+            },
+        }
+    }
+
+    /// `omitzero`: the Go value is its type's zero value.
+    fn is_zero(&self, ty: &GoType, encoded: &Value) -> bool {
+        match ty {
+            GoType::Struct { name, .. } => match (self.structs.get(name), encoded) {
+                (Some(s), Value::Object(members)) => s.fields.iter().all(|f| match members.get(&f.name) {
+                    None => true,
+                    Some(v) => self.is_zero(&f.ty, v),
+                }),
+                _ => false,
+            },
+            GoType::Special { kind: Special::Quantity, .. } => encoded == "0",
+            GoType::Special { kind: Special::Duration, .. } => encoded == "0s",
+            GoType::Special { kind: Special::IntOrString, .. } => encoded == &Value::Number(Number::from(0)),
+            // A zero time encodes as `null`; so do nil bytes and raw values.
+            GoType::Special { .. } => encoded.is_null(),
+            GoType::Slice { .. } | GoType::Map { .. } | GoType::Ptr(_) => encoded.is_null(),
+            _ => is_empty(ty, encoded),
+        }
+    }
+}
+
+/// `omitempty`: false, 0, "", a nil pointer, an empty list or map (never a struct).
+fn is_empty(ty: &GoType, encoded: &Value) -> bool {
+    match ty {
+        GoType::Struct { .. } => false,
+        // A pointer to a zero value is not nil.
+        GoType::Ptr(_) => encoded.is_null(),
+        GoType::Special { kind, .. } => match kind {
+            Special::Bytes | Special::Raw => match encoded {
+                Value::Null => true,
+                Value::String(s) => s.is_empty() && *kind == Special::Bytes,
+                _ => false,
+            },
+            // Structs in Go: never empty.
+            _ => false,
+        },
+        _ => match encoded {
+            Value::Null => true,
+            Value::Bool(b) => !b,
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+        },
+    }
+}
+
+struct Decoder<'t> {
+    types: &'t GoTypes,
+    /// The names of the struct fields entered, embedded structs' Go names included
+    /// (encoding/json's error context).
+    path: Vec<String>,
+    /// Where the decoder is, as the strict errors name it: `spec.containers[0]`.
+    at: Vec<String>,
+    /// The Go name of the struct whose field is being decoded.
+    context: Option<&'t str>,
+    first: Option<String>,
+    unknown: Vec<String>,
+}
+
+impl<'t> Decoder<'t> {
+    /// encoding/json's `UnmarshalTypeError` (only the first is kept, as `saveError` keeps it).
+    fn type_error(&mut self, what: &str, go: &str) {
+        if self.first.is_some() {
+            return;
+        }
+        self.first = Some(match self.context {
+            Some(s) if !self.path.is_empty() => {
+                format!(
+                    "json: cannot unmarshal {what} into Go struct field {s}.{} of type {go}",
+                    self.path.join(".")
+                )
+            }
+            _ => format!("json: cannot unmarshal {what} into Go value of type {go}"),
+        });
+    }
+
+    fn error(&mut self, text: String) {
+        if self.first.is_none() {
+            self.first = Some(text);
+        }
+    }
+
+    fn check(&mut self, ty: &'t GoType, value: &Value) {
+        if value.is_null() {
+            // `null` leaves a value as it is and a pointer, list or map nil.
+            return;
+        }
+        match ty {
+            GoType::Ptr(inner) => self.check(inner, value),
+            GoType::Scalar { kind, go } => match (kind, value) {
+                (Scalar::String, Value::String(_)) | (Scalar::Bool, Value::Bool(_)) => {}
+                (Scalar::Int(bits), Value::Number(n)) => {
+                    if !fits_signed(n, *bits) {
+                        self.type_error(&format!("number {n}"), go);
+                    }
+                }
+                (Scalar::Uint(bits), Value::Number(n)) => {
+                    if !n.as_u64().is_some_and(|u| *bits == 64 || u < (1u64 << bits)) {
+                        self.type_error(&format!("number {n}"), go);
+                    }
+                }
+                (Scalar::Float, Value::Number(_)) => {}
+                (_, other) => self.type_error(json_kind(other), go),
+            },
+            GoType::Slice { elem, go } => match value {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        self.at.push(format!("[{i}]"));
+                        self.check(elem, item);
+                        self.at.pop();
+                    }
+                }
+                other => self.type_error(json_kind(other), go),
+            },
+            GoType::Map { elem, go } => match value {
+                Value::Object(members) => members.values().for_each(|v| self.check(elem, v)),
+                other => self.type_error(json_kind(other), go),
+            },
+            GoType::Struct { name, go } => {
+                let Some(s) = self.types.structs.get(name) else { return };
+                let Value::Object(members) = value else {
+                    // The root's Go name: its package's last element and its name.
+                    let package = name.rsplit('.').nth(1).unwrap_or_default();
+                    let go = if go.is_empty() { format!("{package}.{}", s.go) } else { go.clone() };
+                    return self.type_error(json_kind(value), &go);
+                };
+                for (key, member) in members {
+                    match s.index.get(key) {
+                        Some(&i) => {
+                            let field = &s.fields[i];
+                            let context = self.context.replace(&s.go);
+                            let depth = self.path.len();
+                            self.path.extend(field.embedded.iter().cloned());
+                            self.path.push(key.clone());
+                            self.at.push(key.clone());
+                            self.check(&field.ty, member);
+                            self.at.pop();
+                            self.path.truncate(depth);
+                            self.context = context;
+                        }
+                        None => {
+                            let mut at = self.at.clone();
+                            at.push(key.clone());
+                            self.unknown.push(dotted(&at));
+                        }
+                    }
+                }
+            }
+            GoType::Special { kind, go } => self.special(*kind, go, value),
+        }
+    }
+
+    fn special(&mut self, kind: Special, go: &str, value: &Value) {
+        match kind {
+            Special::Quantity => {
+                let text = match value {
+                    Value::String(s) => s.trim().to_owned(),
+                    other => other.to_string(),
+                };
+                if let Err(why) = crate::quantity::parse(&text) {
+                    self.error(why.to_owned());
+                }
+            }
+            // Their UnmarshalJSON decodes an int32 or a string with encoding/json, whose error
+            // gets the field's context.
+            Special::IntOrString => match value {
+                Value::String(_) => {}
+                Value::Number(n) if fits_signed(n, 32) => {}
+                Value::Number(n) => self.type_error(&format!("number {n}"), "int32"),
+                other => self.type_error(json_kind(other), "int32"),
+            },
+            Special::Time | Special::Duration => {
+                if !value.is_string() {
+                    self.type_error(json_kind(value), "string");
+                }
+            }
+            Special::Bytes => {
+                if !value.is_string() {
+                    self.type_error(json_kind(value), go);
+                }
+            }
+            Special::Raw => {}
+        }
+    }
+}
+
+/// Whether Go parses the number (as JSON writes it: an integral float64 without a fraction)
+/// into a signed integer of `bits` bits.
+fn fits_signed(n: &Number, bits: u32) -> bool {
+    let integer = n.as_i64().or_else(|| {
+        let f = n.as_f64()?;
+        (f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15).then_some(f as i64)
+    });
+    match integer {
+        Some(i) => bits == 64 || (i >= -(1i64 << (bits - 1)) && i < (1i64 << (bits - 1))),
+        None => false,
+    }
+}
+
+/// encoding/json's name of a JSON value's kind in its errors.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `spec.containers[0].z`: names joined by dots, indices attached.
+fn dotted(parts: &[String]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if !out.is_empty() && !part.starts_with('[') {
+            out.push('.');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn parse_type(v: &Value) -> Result<GoType, String> {
+    let go = v.get("go").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if let Some(inner) = v.get("ptr") {
+        return Ok(GoType::Ptr(Box::new(parse_type(inner)?)));
+    }
+    if let Some(elem) = v.get("slice") {
+        return Ok(GoType::Slice { elem: Box::new(parse_type(elem)?), go });
+    }
+    if let Some(elem) = v.get("map") {
+        return Ok(GoType::Map { elem: Box::new(parse_type(elem)?), go });
+    }
+    if let Some(name) = v.get("struct").and_then(Value::as_str) {
+        return Ok(GoType::Struct { name: name.to_owned(), go });
+    }
+    if let Some(special) = v.get("special").and_then(Value::as_str) {
+        let kind = match special {
+            "quantity" => Special::Quantity,
+            "int-or-string" => Special::IntOrString,
+            "time" | "micro-time" => Special::Time,
+            "duration" => Special::Duration,
+            "bytes" => Special::Bytes,
+            "raw" => Special::Raw,
+            other => return Err(format!("unknown special type {other:?}")),
+        };
+        return Ok(GoType::Special { kind, go });
+    }
+    let kind = match v.get("scalar").and_then(Value::as_str) {
+        Some("string") => Scalar::String,
+        Some("bool") => Scalar::Bool,
+        Some("int") | Some("int64") => Scalar::Int(64),
+        Some("int32") => Scalar::Int(32),
+        Some("int16") => Scalar::Int(16),
+        Some("int8") => Scalar::Int(8),
+        Some("uint") | Some("uint64") => Scalar::Uint(64),
+        Some("uint32") => Scalar::Uint(32),
+        Some("uint16") => Scalar::Uint(16),
+        Some("uint8") => Scalar::Uint(8),
+        Some("float32") | Some("float64") => Scalar::Float,
+        other => return Err(format!("unknown type {other:?}")),
+    };
+    Ok(GoType::Scalar { kind, go })
+}

@@ -163,11 +163,17 @@ impl GoTypes {
 
     /// `object` decoded into the Go type of `kind` and encoded again; None when the kind is not
     /// here (a custom resource: no round trip).
+    ///
+    /// `before`: the object as it was before the mutation. A member the Go types here do not
+    /// have but `before` had at the same place is the API server's own (a newer Kubernetes than
+    /// these types): kept as it is, never an unknown field. Only what the mutation brought is
+    /// judged.
     pub fn round_trip(
         &self,
         api_version: &str,
         kind: &str,
         object: &Value,
+        before: Option<&Value>,
     ) -> Option<Result<Value, DecodeError>> {
         let name = self.kinds.get(api_version)?.get(kind)?;
         let root = GoType::Struct { name: name.clone(), go: String::new() };
@@ -179,7 +185,7 @@ impl GoTypes {
             first: None,
             unknown: Vec::new(),
         };
-        decoder.check(&root, object);
+        decoder.check(&root, object, before);
         if let Some(error) = decoder.first {
             return Some(Err(DecodeError(error)));
         }
@@ -188,11 +194,11 @@ impl GoTypes {
                 decoder.unknown.iter().map(|f| format!("unknown field {}", go_quote(f))).collect();
             return Some(Err(DecodeError(format!("strict decoding error: {}", listed.join(", ")))));
         }
-        Some(Ok(self.encode(&root, Some(object))))
+        Some(Ok(self.encode(&root, Some(object), before)))
     }
 
     /// The value as Go encodes the decoded value (`None`: the member was absent, the zero value).
-    fn encode(&self, ty: &GoType, value: Option<&Value>) -> Value {
+    fn encode(&self, ty: &GoType, value: Option<&Value>, before: Option<&Value>) -> Value {
         let value = value.filter(|v| !v.is_null());
         match ty {
             GoType::Scalar { kind, .. } => match value {
@@ -204,18 +210,25 @@ impl GoTypes {
                 },
             },
             GoType::Ptr(inner) => match value {
-                Some(v) => self.encode(inner, Some(v)),
+                Some(v) => self.encode(inner, Some(v), before),
                 None => Value::Null,
             },
             GoType::Slice { elem, .. } => match value {
-                Some(Value::Array(items)) => {
-                    Value::Array(items.iter().map(|i| self.encode(elem, Some(i))).collect())
-                }
+                Some(Value::Array(items)) => Value::Array(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(n, i)| self.encode(elem, Some(i), item(before, n)))
+                        .collect(),
+                ),
                 _ => Value::Null,
             },
             GoType::Map { elem, .. } => match value {
                 Some(Value::Object(members)) => Value::Object(
-                    members.iter().map(|(k, v)| (k.clone(), self.encode(elem, Some(v)))).collect(),
+                    members
+                        .iter()
+                        .map(|(k, v)| (k.clone(), self.encode(elem, Some(v), member(before, k))))
+                        .collect(),
                 ),
                 _ => Value::Null,
             },
@@ -225,13 +238,19 @@ impl GoTypes {
                 let mut out = Map::new();
                 for field in &s.fields {
                     let given = members.and_then(|m| m.get(&field.name));
-                    let encoded = self.encode(&field.ty, given);
+                    let encoded = self.encode(&field.ty, given, member(before, &field.name));
                     if (field.omit_empty && is_empty(&field.ty, &encoded))
                         || (field.omit_zero && self.is_zero(&field.ty, &encoded))
                     {
                         continue;
                     }
                     out.insert(field.name.clone(), encoded);
+                }
+                // Members of a newer Kubernetes the object already had: kept as they are.
+                for (key, value) in members.into_iter().flatten() {
+                    if !s.index.contains_key(key) && member(before, key).is_some() {
+                        out.insert(key.clone(), value.clone());
+                    }
                 }
                 Value::Object(out)
             }
@@ -336,13 +355,13 @@ impl<'t> Decoder<'t> {
         }
     }
 
-    fn check(&mut self, ty: &'t GoType, value: &Value) {
+    fn check(&mut self, ty: &'t GoType, value: &Value, before: Option<&Value>) {
         if value.is_null() {
             // `null` leaves a value as it is and a pointer, list or map nil.
             return;
         }
         match ty {
-            GoType::Ptr(inner) => self.check(inner, value),
+            GoType::Ptr(inner) => self.check(inner, value, before),
             GoType::Scalar { kind, go } => match (kind, value) {
                 (Scalar::String, Value::String(_)) | (Scalar::Bool, Value::Bool(_)) => {}
                 (Scalar::Int(bits), Value::Number(n)) => {
@@ -362,14 +381,18 @@ impl<'t> Decoder<'t> {
                 Value::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
                         self.at.push(format!("[{i}]"));
-                        self.check(elem, item);
+                        self.check(elem, item, self::item(before, i));
                         self.at.pop();
                     }
                 }
                 other => self.type_error(json_kind(other), go),
             },
             GoType::Map { elem, go } => match value {
-                Value::Object(members) => members.values().for_each(|v| self.check(elem, v)),
+                Value::Object(members) => {
+                    for (k, v) in members {
+                        self.check(elem, v, member(before, k));
+                    }
+                }
                 other => self.type_error(json_kind(other), go),
             },
             GoType::Struct { name, go } => {
@@ -381,6 +404,7 @@ impl<'t> Decoder<'t> {
                     return self.type_error(json_kind(value), &go);
                 };
                 for (key, member) in members {
+                    let value_of_member = member;
                     match s.index.get(key) {
                         Some(&i) => {
                             let field = &s.fields[i];
@@ -389,11 +413,12 @@ impl<'t> Decoder<'t> {
                             self.path.extend(field.embedded.iter().cloned());
                             self.path.push(key.clone());
                             self.at.push(key.clone());
-                            self.check(&field.ty, member);
+                            self.check(&field.ty, value_of_member, self::member(before, key));
                             self.at.pop();
                             self.path.truncate(depth);
                             self.context = context;
                         }
+                        None if self::member(before, key).is_some() => {}
                         None => {
                             let mut at = self.at.clone();
                             at.push(key.clone());
@@ -463,6 +488,16 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "array",
         Value::Object(_) => "object",
     }
+}
+
+/// The member `key` of `value`, if it is an object that has it.
+fn member<'v>(value: Option<&'v Value>, key: &str) -> Option<&'v Value> {
+    value?.as_object()?.get(key)
+}
+
+/// The item `index` of `value`, if it is a list that long.
+fn item(value: Option<&Value>, index: usize) -> Option<&Value> {
+    value?.as_array()?.get(index)
 }
 
 /// `spec.containers[0].z`: names joined by dots, indices attached.

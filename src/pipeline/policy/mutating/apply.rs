@@ -56,7 +56,7 @@ pub(super) fn mutation(
         }
     };
     match mutated {
-        Mutated::Object(changed) => typed_round_trip(&api_version, &kind.kind, changed),
+        Mutated::Object(changed) => typed_round_trip(&api_version, &kind.kind, changed, object),
         other => Ok(other),
     }
 }
@@ -64,9 +64,10 @@ pub(super) fn mutation(
 /// A built-in kind's object as kube-apiserver holds it after a mutation: decoded into its Go
 /// type (strictly, after a JSON Patch) and encoded again (`structured_merge::typed`). An error
 /// of the decoding is the API server's 500, whatever the failurePolicy, and ends the policies'
-/// run. A custom resource is held unstructured: unchanged.
-fn typed_round_trip(api_version: &str, kind: &str, object: Value) -> Result<Mutated, Status> {
-    match GoTypes::builtin().round_trip(api_version, kind, &object) {
+/// run. A custom resource is held unstructured: unchanged. Members the object had before the
+/// mutation are never unknown (a Kubernetes newer than the gateway's types sent them).
+fn typed_round_trip(api_version: &str, kind: &str, object: Value, before: &Value) -> Result<Mutated, Status> {
+    match GoTypes::builtin().round_trip(api_version, kind, &object, Some(before)) {
         None => Ok(Mutated::Object(object)),
         Some(Ok(typed)) => Ok(Mutated::Object(typed)),
         Some(Err(error)) => Err(crate::pipeline::verdict::internal_error(&error.0)),

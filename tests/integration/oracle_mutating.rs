@@ -799,3 +799,17 @@ fn atomic_paths_compare_as_a_set() {
     assert_eq!(normalized(a), normalized(b));
     assert_ne!(normalized(a), normalized(&a.replace(".spec.b", ".spec.c")));
 }
+
+/// The Go types the gateway embeds for the typed round trip are the ones the oracle — upstream's
+/// own client-go — decodes into: regenerate with `oracle --go-types >
+/// crates/structured-merge/schema/gotypes.json` when this fails.
+#[test]
+fn go_types_are_the_oracles() {
+    let oracle = pinned_oracle();
+    let output = Command::new(&oracle.0).arg("--go-types").output().expect("the oracle runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let embedded: Value =
+        serde_json::from_str(include_str!("../../crates/structured-merge/schema/gotypes.json")).unwrap();
+    assert!(printed == embedded, "crates/structured-merge/schema/gotypes.json is not what the oracle prints");
+}

@@ -26,10 +26,13 @@
 // What the server supplies and is not packaged is supplied here: the REST mapper (the kinds of
 // the case), the authorizer (one that cannot decide, as the gateway outside cluster mode) and
 // the v1 defaulting of the manifests (defaultPolicy() and the like below). The request's
-// objects are handed to the plugin unstructured, as the API server hands a custom resource:
-// the JSON the gateway sees. For a built-in kind the API server would first decode into the Go
-// type (defaults applied, unknown fields dropped), which the gateway does not do either
-// (docs/differences.md, "Objects are raw JSON").
+// objects are handed to the plugins unstructured, as the API server hands a custom resource,
+// unless a mode-"webhooks" case says "objects": "typed": then a built-in kind is decoded
+// strictly into client-go's Go type and created and converted through client-go's scheme, as
+// kube-apiserver holds it (attributesHeld, webhookObjectInterfaces); client-go's scheme has no
+// defaulters, so nothing is defaulted. Mode "encode" answers a review's object in that typed
+// encoding (what the API server would send), and --go-types prints the Go types of client-go's
+// kinds for the gateway's typed round trip (gotypes.go).
 //
 // Usage:
 //
@@ -39,8 +42,10 @@
 //	oracle --webhooks --review REVIEW.json CONFIG...
 //	                                          the same in mode "webhooks"
 //	oracle --version                          the upstream version it runs
+//	oracle --go-types                         crates/structured-merge/schema/gotypes.json
 //
-// A case: {"config": [<objects>...], "review": <AdmissionReview v1>, "mode": "webhooks"?}. An
+// A case: {"config": [<objects>...], "review": <AdmissionReview v1>, "mode": "webhooks"|"encode"?,
+// "objects": "typed"?, "openapi": {<path>: <OpenAPI v3 document>}?}. An
 // answer: {"upstream", "allowed", "code", "reason", "message", "warnings", "auditAnnotations",
 // "webhooks": [{"name", "match": "true|false|error", "condition", "error"}], "refused", "error"};
 // in mode "webhooks" "webhooks" is empty, "auditAnnotations" are those recorded at audit level

@@ -507,7 +507,8 @@ fn generated(index: usize, rng: &mut Rng) -> Case {
 // ---------------------------------------------------------------------------------------------
 // Running both sides
 
-fn upstream(cases: &[Case], oracle: &Path) -> Vec<Outcome> {
+/// Each line sent to the oracle, its answer (the case named in a panic if it cannot run one).
+fn ask(oracle: &Path, cases: &[Case], line: impl Fn(&Case) -> Value) -> Vec<Value> {
     let mut child = Command::new(oracle)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -515,77 +516,57 @@ fn upstream(cases: &[Case], oracle: &Path) -> Vec<Outcome> {
         .spawn()
         .unwrap_or_else(|e| panic!("{} does not start: {e}", oracle.display()));
     let mut stdin = child.stdin.take().unwrap();
-    let lines: Vec<String> = cases
-        .iter()
-        .map(|case| {
-            json!({"mode": "webhooks", "objects": "typed", "config": case.config, "review": case.review, "openapi": case.openapi})
-                .to_string()
-        })
-        .collect();
+    let lines: Vec<String> = cases.iter().map(|case| line(case).to_string()).collect();
     let writer = std::thread::spawn(move || {
         for line in lines {
             stdin.write_all(line.as_bytes()).expect("the oracle reads its cases");
             stdin.write_all(b"\n").unwrap();
         }
     });
-    let mut outcomes = Vec::with_capacity(cases.len());
+    let mut answers = Vec::with_capacity(cases.len());
     for (line, case) in BufReader::new(child.stdout.take().unwrap()).lines().zip(cases) {
         let answer: Value = serde_json::from_str(&line.expect("an answer")).expect("the oracle answers JSON");
         if let Some(error) = answer["error"].as_str() {
             panic!("the oracle cannot run case {}: {error}", case.name);
         }
-        if let Some(refused) = answer["refused"].as_str() {
-            outcomes.push(Outcome::Refused(refused.to_owned()));
-            continue;
-        }
-        outcomes.push(Outcome::Decided(Decision {
-            allowed: answer["allowed"].as_bool().expect("allowed"),
-            code: answer["code"].as_i64().expect("code"),
-            reason: answer["reason"].as_str().unwrap_or_default().to_owned(),
-            message: mask_uids(answer["message"].as_str().unwrap_or_default()),
-            object: answer.get("object").cloned().unwrap_or(Value::Null),
-            warnings: strings(&answer["warnings"]),
-            audit: string_map(&answer["auditAnnotations"]),
-        }));
+        answers.push(answer);
     }
     writer.join().unwrap();
     assert!(child.wait().unwrap().success(), "the oracle failed; its standard error is above");
-    assert_eq!(outcomes.len(), cases.len(), "the oracle answered every case");
-    outcomes
+    assert_eq!(answers.len(), cases.len(), "the oracle answered every case");
+    answers
+}
+
+fn upstream(cases: &[Case], oracle: &Path) -> Vec<Outcome> {
+    let line = |case: &Case| json!({"mode": "webhooks", "objects": "typed", "config": case.config, "review": case.review, "openapi": case.openapi});
+    let answers = ask(oracle, cases, line);
+    answers
+        .into_iter()
+        .map(|answer| match answer["refused"].as_str() {
+            Some(refused) => Outcome::Refused(refused.to_owned()),
+            None => Outcome::Decided(Decision {
+                allowed: answer["allowed"].as_bool().expect("allowed"),
+                code: answer["code"].as_i64().expect("code"),
+                reason: answer["reason"].as_str().unwrap_or_default().to_owned(),
+                message: mask_uids(answer["message"].as_str().unwrap_or_default()),
+                object: answer.get("object").cloned().unwrap_or(Value::Null),
+                warnings: strings(&answer["warnings"]),
+                audit: string_map(&answer["auditAnnotations"]),
+            }),
+        })
+        .collect()
 }
 
 /// Every case's object in the encoding kube-apiserver sends a built-in kind in (its Go type's:
 /// `status: {}`, members always written), as the oracle's mode `encode` gives it: both sides
 /// then start from what the API server would have sent. A custom resource stays as written.
 fn typed_reviews(cases: &mut [Case], oracle: &Path) {
-    let mut child = Command::new(oracle)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} does not start: {e}", oracle.display()));
-    let mut stdin = child.stdin.take().unwrap();
-    let lines: Vec<String> = cases
-        .iter()
-        .map(|case| json!({"mode": "encode", "config": [], "review": case.review}).to_string())
-        .collect();
-    let writer = std::thread::spawn(move || {
-        for line in lines {
-            stdin.write_all(line.as_bytes()).expect("the oracle reads its cases");
-            stdin.write_all(b"\n").unwrap();
-        }
-    });
-    for (line, case) in BufReader::new(child.stdout.take().unwrap()).lines().zip(cases.iter_mut()) {
-        let answer: Value = serde_json::from_str(&line.expect("an answer")).expect("the oracle answers JSON");
-        if let Some(error) = answer["error"].as_str() {
-            panic!("the oracle cannot encode case {}: {error}", case.name);
-        }
+    let answers = ask(oracle, cases, |case| json!({"mode": "encode", "config": [], "review": case.review}));
+    for (case, answer) in cases.iter_mut().zip(answers) {
         if let Some(object) = answer.get("object").filter(|o| o.is_object()) {
             case.review["request"]["object"] = object.clone();
         }
     }
-    writer.join().unwrap();
-    assert!(child.wait().unwrap().success(), "the oracle failed; its standard error is above");
 }
 
 fn gateway(case: &Case) -> Outcome {

@@ -588,17 +588,8 @@ func refusal(c *config) string {
 			}
 			return ""
 		}
-		for i, v := range p.Spec.Variables {
-			r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions)
-			if why := check(fmt.Sprintf("spec.variables[%d].expression", i), r); why != "" {
-				return why
-			}
-		}
-		for i, m := range p.Spec.MatchConditions {
-			r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
-			if why := check(fmt.Sprintf("spec.matchConditions[%d].expression", i), r); why != "" {
-				return why
-			}
+		if why := compileShared(compiler, vars, check, p.Spec.Variables, p.Spec.MatchConditions); why != "" {
+			return why
 		}
 		for i, v := range p.Spec.Validations {
 			r := compiler.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}, vars, environment.NewExpressions)
@@ -634,17 +625,8 @@ func refusal(c *config) string {
 			}
 			return ""
 		}
-		for i, v := range p.Spec.Variables {
-			r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions)
-			if why := check(fmt.Sprintf("spec.variables[%d].expression", i), r); why != "" {
-				return why
-			}
-		}
-		for i, m := range p.Spec.MatchConditions {
-			r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
-			if why := check(fmt.Sprintf("spec.matchConditions[%d].expression", i), r); why != "" {
-				return why
-			}
+		if why := compileShared(compiler, vars, check, p.Spec.Variables, p.Spec.MatchConditions); why != "" {
+			return why
 		}
 		patchVars := vars
 		patchVars.HasPatchTypes = true
@@ -685,6 +667,24 @@ func refusal(c *config) string {
 					return fmt.Sprintf("MutatingWebhookConfiguration %q: webhooks[%d].matchConditions[%d].expression: %s", w.Name, i, j, r.Error.Detail)
 				}
 			}
+		}
+	}
+	return ""
+}
+
+// compileShared compiles a policy's variables (stored, in order) and matchConditions (trimmed,
+// as validation.go's validateMatchCondition compiles them), both kinds of policy alike.
+func compileShared(compiler *plugincel.CompositedCompiler, vars plugincel.OptionalVariableDeclarations, check func(string, plugincel.CompilationResult) string, variables []admissionregistrationv1.Variable, conditions []admissionregistrationv1.MatchCondition) string {
+	for i, v := range variables {
+		r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions)
+		if why := check(fmt.Sprintf("spec.variables[%d].expression", i), r); why != "" {
+			return why
+		}
+	}
+	for i, m := range conditions {
+		r := compiler.CompileCELExpression(&matchconditions.MatchCondition{Name: m.Name, Expression: strings.TrimSpace(m.Expression)}, vars, environment.NewExpressions)
+		if why := check(fmt.Sprintf("spec.matchConditions[%d].expression", i), r); why != "" {
+			return why
 		}
 	}
 	return ""

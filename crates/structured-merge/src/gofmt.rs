@@ -169,3 +169,15 @@ pub(crate) fn smd_string(v: &Value, config: bool) -> String {
         }
     }
 }
+
+/// encoding/json's name of a JSON value's kind in its errors (`cannot unmarshal number into …`).
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 mod node;
 
+use crate::gofmt::json_kind;
 use node::{clear_raw_nulls, equal, is_raw_null, op_value};
 
 const NIL_DEREF: &str = "runtime error: invalid memory address or nil pointer dereference";
@@ -92,17 +93,6 @@ pub fn apply(doc: &Value, patch: &Value) -> Result<Option<Value>, String> {
         clear_raw_nulls(&mut root);
     }
     Ok(Some(root))
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// `Operation.Path()` / `From()`: the string, or the error text.

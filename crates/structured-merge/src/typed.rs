@@ -32,6 +32,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Number, Value};
 
+use crate::gofmt::json_kind;
+
 /// A Go type as encoding/json sees it.
 #[derive(Debug)]
 enum GoType {
@@ -475,18 +477,6 @@ fn fits_signed(n: &Number, bits: u32) -> bool {
     match integer {
         Some(i) => bits == 64 || (i >= -(1i64 << (bits - 1)) && i < (1i64 << (bits - 1))),
         None => false,
-    }
-}
-
-/// encoding/json's name of a JSON value's kind in its errors.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

@@ -121,6 +121,12 @@ impl Schemas {
         Schemas { configured, cluster }
     }
 
+    /// Whether the API server's own documents are a source (cluster mode): then a group-version
+    /// none has is one the API server has no type converter for either.
+    pub(crate) fn cluster_published(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     /// The schema of `api_version` ("v1", "apps/v1", "example.com/v1"), None when no source
     /// has one.
     pub(crate) fn of(&self, api_version: &str) -> Option<Found> {

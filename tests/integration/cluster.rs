@@ -548,7 +548,17 @@ async fn apply_configurations_to_custom_resources_merge_with_the_schema_the_clus
     let [gizmos, gizmos_binding] = merging_policy("gizmos", rename);
     let [doodads, doodads_binding] = merging_policy("doodads", rename);
     let [args, args_binding] = merging_policy("widgets", "Object{spec: Object.spec{args: ['b']}}");
+    // A JSON Patch on a group-version the cluster serves no CRD of.
+    let unpublished = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "unpublished"},
+        "spec": {"matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["other.example.com"], "apiVersions": ["v1"], "resources": ["gizmos"]}]},
+                 "reinvocationPolicy": "Never", "failurePolicy": "Ignore",
+                 "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/spec/args/-', value: 'x'}]"}}]}});
+    let unpublished_binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "unpublished"}, "spec": {"policyName": "unpublished"}});
     let fleet = Fleet::of([])
+        .object(unpublished)
+        .object(unpublished_binding)
         .object(gizmos)
         .object(gizmos_binding)
         .object(doodads)
@@ -579,6 +589,21 @@ async fn apply_configurations_to_custom_resources_merge_with_the_schema_the_clus
         answer.message().contains(
             "error applying patch: failed to convert patch object to typed object: no corresponding type for example.com/v1, Kind=Doodad"
         ),
+        "{}",
+        answer.body
+    );
+
+    // A group-version the API server published nothing for has no type converter: upstream's
+    // 503 for a JSON Patch too, whatever the failurePolicy (here Ignore).
+    let mut other = keyed_review("gizmos", "Gizmo", spec.clone());
+    for at in ["kind", "resource", "requestKind", "requestResource"] {
+        other["request"][at]["group"] = json!("other.example.com");
+    }
+    other["request"]["object"]["apiVersion"] = json!("other.example.com/v1");
+    let answer = gateway.mutate(&other).await;
+    assert_eq!(answer.code(), Some(503), "{}", answer.body);
+    assert!(
+        answer.message().starts_with("Resource kind other.example.com/v1, Kind=Gizmo not found."),
         "{}",
         answer.body
     );

@@ -5,11 +5,10 @@
 //!
 //! The schema is looked up by group-version (`src/schemas.rs`: the built-in kinds', the
 //! `GatewayConfig`'s OpenAPI documents, the cluster's published OpenAPI). kube-apiserver looks
-//! its type converter up before every mutation; without one it answers 503. Here a JSON Patch
-//! needs no schema and is applied to any kind — a custom resource the API server sends exists,
-//! so its converter is there or comes within seconds — while an apply configuration to a kind
-//! without a known schema fails with the API server's 503 (docs/differences.md, "Mutating
-//! policies on custom resources").
+//! its type converter up before every mutation; without one it answers 503. So does the
+//! gateway for an apply configuration, and in cluster mode for a JSON Patch too; outside
+//! cluster mode a JSON Patch needs no schema and is applied to any kind (docs/differences.md,
+//! "Custom resources").
 
 use serde_json::Value;
 
@@ -31,6 +30,12 @@ pub(super) fn mutation(
     let api_version =
         if kind.group.is_empty() { kind.version.clone() } else { format!("{}/{}", kind.group, kind.version) };
     let mutated = match patch_type {
+        // In cluster mode a group-version the API server published no document for has no type
+        // converter there: upstream's 503, a JSON Patch too. Outside it, the gateway cannot
+        // know, and applies the patch.
+        PatchType::JsonPatch if schemas.cluster_published() && schemas.of(&api_version).is_none() => {
+            return Err(no_schema(&kind.group, &kind.version, &kind.kind))
+        }
         PatchType::JsonPatch => json_patch(object, &value),
         PatchType::ApplyConfiguration => {
             let Some(found) = schemas.of(&api_version) else {

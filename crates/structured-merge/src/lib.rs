@@ -53,6 +53,7 @@ mod merge;
 mod openapi;
 mod path;
 mod quantity;
+mod rfc3339;
 
 use serde_json::Value;
 

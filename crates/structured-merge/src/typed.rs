@@ -5,7 +5,8 @@
 //! when the object is next read.
 //!
 //! [`GoTypes::round_trip`] reproduces:
-//! - decoding errors with encoding/json's texts: `json: cannot unmarshal string into Go struct
+//! - decoding errors with encoding/json's texts (and those of the types that decode
+//!   themselves: a quantity, an int-or-string, a time that does not parse): `json: cannot unmarshal string into Go struct
 //!   field Container.spec.containers.ports.containerPort of type int32` (the first, in member
 //!   order), a number that is no integer of the field's size (`number 1.5`), a quantity that
 //!   does not parse, an int-or-string that is neither; otherwise every member the type does not
@@ -18,9 +19,10 @@
 //!
 //! Quantities are written in their canonical form (`1000m` as `1`, `crate::quantity`).
 //!
-//! What it does not reproduce: times are kept as written (Go writes them in UTC to the second);
-//! a quantity beyond int64 or nano precision is kept as written; a time, a duration and base64
-//! bytes are not parsed; members are taken in key order where Go takes them in the order written, which
+//! Times (`metav1.Time`) are written in UTC to the second, as Go writes them.
+//!
+//! What it does not reproduce: a quantity beyond int64 or nano precision and a micro-time are
+//! kept as written; a micro-time, a duration and base64 bytes are not parsed; members are taken in key order where Go takes them in the order written, which
 //! decides only which of several type errors is named and the order of the unknown fields.
 //!
 //! The types: `schema/gotypes.json`, printed by the test oracle (`tests/oracle/gotypes.go`,
@@ -76,6 +78,7 @@ enum Special {
     Quantity,
     IntOrString,
     Time,
+    MicroTime,
     Duration,
     Bytes,
     Raw,
@@ -265,11 +268,15 @@ impl GoTypes {
                     };
                     Value::String(crate::quantity::parse(&text).unwrap_or(text))
                 }
+                // metav1.Time: in UTC, to the second.
+                (Special::Time, Some(Value::String(text))) => {
+                    Value::String(crate::rfc3339::utc_seconds(text).unwrap_or_else(|_| text.clone()))
+                }
                 (_, Some(v)) => v.clone(),
                 (Special::Quantity, None) => Value::String("0".into()),
                 (Special::IntOrString, None) => Value::Number(Number::from(0)),
                 (Special::Duration, None) => Value::String("0s".into()),
-                (Special::Time | Special::Bytes | Special::Raw, None) => Value::Null,
+                (Special::Time | Special::MicroTime | Special::Bytes | Special::Raw, None) => Value::Null,
             },
         }
     }
@@ -452,11 +459,15 @@ impl<'t> Decoder<'t> {
                 Value::Number(n) => self.type_error(&format!("number {n}"), "int32"),
                 other => self.type_error(json_kind(other), "int32"),
             },
-            Special::Time | Special::Duration => {
-                if !value.is_string() {
-                    self.type_error(json_kind(value), "string");
+            Special::Time | Special::MicroTime | Special::Duration => match value {
+                Value::String(text) if kind == Special::Time => {
+                    if let Err(why) = crate::rfc3339::utc_seconds(text) {
+                        self.error(why);
+                    }
                 }
-            }
+                Value::String(_) => {}
+                other => self.type_error(json_kind(other), "string"),
+            },
             Special::Bytes => {
                 if !value.is_string() {
                     self.type_error(json_kind(value), go);
@@ -524,7 +535,8 @@ fn parse_type(v: &Value) -> Result<GoType, String> {
         let kind = match special {
             "quantity" => Special::Quantity,
             "int-or-string" => Special::IntOrString,
-            "time" | "micro-time" => Special::Time,
+            "time" => Special::Time,
+            "micro-time" => Special::MicroTime,
             "duration" => Special::Duration,
             "bytes" => Special::Bytes,
             "raw" => Special::Raw,

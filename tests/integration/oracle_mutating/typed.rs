@@ -43,6 +43,11 @@ pub(super) fn cases() -> Vec<Case> {
         one("quantity-number", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/spec/containers/0/resources', value: {'limits': {'memory': 1024}}}]")]),
         one("int-or-string-object", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/spec/containers/0/readinessProbe', value: {'httpGet': {'port': {'a': 'b'}}}}]")]),
         one("int-or-string-name", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/spec/containers/0/readinessProbe', value: {'httpGet': {'port': 'http'}}}]")]),
+        one("time-in-utc", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/deletionTimestamp', value: '2024-01-01T02:30:00.5+02:00'}]")]),
+        one("time-not-parsed", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/deletionTimestamp', value: 'yesterday'}]")]),
+        one("time-month-out-of-range", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/deletionTimestamp', value: '2024-13-01T00:00:00Z'}]")]),
+        one("time-without-t", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/deletionTimestamp', value: '2024-01-01 00:00:00Z'}]")]),
+        one("time-one-digit-hour", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/deletionTimestamp', value: '2024-01-01T1:00:00-01:30'}]")]),
         one("time-not-a-string", "Pod", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/metadata/deletionTimestamp', value: 5}]")]),
         one("bool-for-string", "Deployment", "Fail", vec![jp("[JSONPatch{op: 'add', path: '/spec/template/spec/nodeName', value: true}]")]),
     ]

@@ -202,10 +202,12 @@ async fn a_shadowed_policy_is_compared_with_the_webhook_it_replaces_on_the_objec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_policy_mutates_its_share_of_objects_the_same_ones_every_time() {
+    // Its own name: the metric families are the test process's, shared with other tests.
     let mut canary = counter("Never");
+    canary["metadata"]["name"] = json!("canary-count");
     canary["metadata"]["annotations"] =
         json!({"admission-gateway/mode": "canary", "admission-gateway/canary-percent": "50"});
-    let gateway = TestGateway::start(Fleet::default().object(canary).object(binding("count"))).await;
+    let gateway = TestGateway::start(Fleet::default().object(canary).object(binding("canary-count"))).await;
     // Objects are placed in a bucket by namespace and name.
     let review = |i: usize| {
         let mut review = fixtures::review(POD_CREATE);
@@ -227,18 +229,28 @@ async fn a_canary_policy_mutates_its_share_of_objects_the_same_ones_every_time()
         let again = gateway.mutate(&review(i)).await.patched(&fixtures::object(POD_CREATE));
         assert_eq!(runs(&again) == "1", *was, "review {i} lands in the same bucket again");
     }
-    let metrics = gateway.admin_get("/metrics").await.1;
-    let checks: f64 = metrics
-        .lines()
-        .filter(|l| {
-            l.starts_with("apiserver_mutating_admission_policy_check_total{")
-                && l.contains("policy=\"count\"")
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
     let applied = mutated.iter().filter(|m| **m).count() + mutated.iter().take(16).filter(|m| **m).count();
+    // Observations are recorded as each review is answered: read until all are in.
+    let counted = |metrics: &str| -> usize {
+        let checks: f64 = metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("apiserver_mutating_admission_policy_check_total{")
+                    && l.contains("policy=\"canary-count\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        checks as usize
+    };
+    let all_in = crate::support::eventually(std::time::Duration::from_secs(10), || async {
+        counted(&gateway.admin_get("/metrics").await.1) >= applied
+    })
+    .await;
+    let metrics = gateway.admin_get("/metrics").await.1;
+    assert!(all_in, "{metrics}");
     assert_eq!(
-        checks as usize, applied,
+        counted(&metrics),
+        applied,
         "only the mutations applied are counted in the API server's family: {metrics}"
     );
 }

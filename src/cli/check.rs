@@ -10,15 +10,21 @@ use crate::upstream::Clients;
 
 pub(super) fn run(args: &CheckArgs) -> ExitCode {
     let clients = Clients::default();
-    let (problems, counts) = match compile::load(&args.config.paths, &clients, 1) {
+    let (problems, counts, schemas) = match compile::load(&args.config.paths, &clients, 1) {
         Ok(snapshot) => {
             let mut problems = snapshot.warnings.clone();
             if !args.allow_empty {
                 problems.extend(empty_fleet(&snapshot, args));
             }
-            (problems, Some(counts(&snapshot)))
+            let schemas: Vec<(String, Vec<String>)> = snapshot
+                .settings
+                .openapi_documents
+                .iter()
+                .map(|d| (d.source.clone(), d.api_versions.iter().cloned().collect()))
+                .collect();
+            (problems, Some(counts(&snapshot)), schemas)
         }
-        Err(ConfigError { problems }) => (problems, None),
+        Err(ConfigError { problems }) => (problems, None, Vec::new()),
     };
     let errors = problems.iter().filter(|p| p.severity == Severity::Error).count();
     let warnings = problems.len() - errors;
@@ -43,7 +49,10 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                         count(validating_policies, "Validating"),
                         count(mutating_policies, "Mutating"),
                         if warnings > 0 { format!(", {warnings} warning(s)") } else { String::new() }
-                    )
+                    );
+                    for (source, api_versions) in &schemas {
+                        println!("schemas of {} from {source}", api_versions.join(", "));
+                    }
                 }
                 _ => println!("configuration refused: {errors} error(s), {warnings} warning(s)"),
             }
@@ -68,6 +77,7 @@ pub(super) fn run(args: &CheckArgs) -> ExitCode {
                     "policies": policies,
                     "policiesByKind": {"validating": validating_policies, "mutating": mutating_policies},
                     "namespaces": namespaces,
+                    "openAPIDocuments": schemas.iter().map(|(source, api_versions)| json!({"source": source, "apiVersions": api_versions})).collect::<Vec<_>>(),
                     "problems": problems,
                 }),
             );

@@ -222,3 +222,31 @@ async fn check_of_a_template_says_its_placeholders_were_never_filled_in() {
     assert_eq!(output.status.code(), Some(1));
     assert!(!text(&output.stdout).contains("note: "), "{}", text(&output.stdout));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reads_the_openapi_documents_it_is_given_and_names_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = json!({"openapi": "3.0.0", "components": {"schemas": {"com.example.v1.Widget": {
+        "type": "object", "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Widget"}],
+        "properties": {"spec": {"type": "object"}}}}}});
+    write(dir.path(), "widgets.json", &document.to_string());
+    let fleet = |documents: Value| Fleet::default().settings(json!({"openAPIDocuments": documents})).yaml();
+    let config = write(dir.path(), "fleet.yaml", &fleet(json!(["widgets.json"])));
+    let output = run(&["check", "--allow-empty", "--config", &config]).await;
+    assert!(output.status.success(), "{}", text(&output.stdout));
+    let widgets = dir.path().join("widgets.json");
+    assert!(
+        text(&output.stdout).contains(&format!("schemas of example.com/v1 from {}", widgets.display())),
+        "{}",
+        text(&output.stdout)
+    );
+
+    let config = write(dir.path(), "fleet.yaml", &fleet(json!(["widgets.json", "gone.json"])));
+    let output = run(&["check", "--allow-empty", "--config", &config]).await;
+    assert!(!output.status.success(), "{}", text(&output.stdout));
+    assert!(
+        text(&output.stdout).contains("openAPIDocuments[1]: Invalid value: \"gone.json\""),
+        "{}",
+        text(&output.stdout)
+    );
+}

@@ -160,7 +160,18 @@ impl Cluster {
             ),
             (true, _) => format!("ok ({} namespaces)", health.namespaces),
         };
-        vec![("namespaces", health.synced, detail)]
+        // Custom resources' schemas: reported, never a reason to be unready (every replica
+        // would be unready alike); an apply configuration to a kind without one answers 503.
+        let openapi = self.openapi.health();
+        let schemas = match openapi.failed.as_slice() {
+            [] => format!("ok ({} group-versions beyond the built-in ones)", openapi.converted),
+            failed => format!(
+                "{} group-versions without a schema (their OpenAPI could not be read or converted): {}",
+                failed.len(),
+                failed.join(", ")
+            ),
+        };
+        vec![("namespaces", health.synced, detail), ("openapi", true, schemas)]
     }
 
     /// The CEL authorizer of one review, asking as the requesting user.
@@ -180,6 +191,14 @@ impl Cluster {
         use std::fmt::Write as _;
         let health = self.namespaces.health();
         let stale_seconds = health.stale_for.map_or(0.0, |stale| stale.as_secs_f64());
+        let openapi = self.openapi.health();
+        let name = names::OPENAPI_GROUP_VERSIONS;
+        let _ = writeln!(
+            out,
+            "# HELP {name} Group-versions beyond the built-in ones the API server publishes OpenAPI for, by whether their schema was read (result=\"converted\") or not (result=\"failed\").\n# TYPE {name} gauge\n{name}{{result=\"converted\"}} {}\n{name}{{result=\"failed\"}} {}",
+            openapi.converted,
+            openapi.failed.len()
+        );
         for (name, kind, help, value) in [
             (
                 names::NAMESPACE_CACHE_SYNCED,

@@ -73,6 +73,7 @@ pub(crate) mod names {
     pub(crate) const NAMESPACE_CACHE_SYNCED: &str = "admission_gateway_namespace_cache_synced";
     pub(crate) const NAMESPACE_LOOKUPS: &str = "admission_gateway_namespace_lookups_total";
     pub(crate) const NAMESPACE_WATCH_RESTARTS: &str = "admission_gateway_namespace_watch_restarts_total";
+    pub(crate) const OPENAPI_GROUP_VERSIONS: &str = "admission_gateway_openapi_group_versions";
 }
 
 /// Webhook names a serving thread keeps handles for before it starts afresh (a fleet renamed

@@ -49,7 +49,24 @@ impl Published for OpenApi {
     }
 }
 
+/// What the last listings left: group-versions with a schema, and without one (their document
+/// could not be fetched or converted).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Health {
+    pub(crate) converted: usize,
+    pub(crate) failed: Vec<String>,
+}
+
 impl OpenApi {
+    /// The group-versions beyond the built-in ones, with a schema or not.
+    pub(crate) fn health(&self) -> Health {
+        let fetched = self.fetched.read().unwrap_or_else(|e| e.into_inner());
+        let mut failed: Vec<String> =
+            fetched.iter().filter(|(_, f)| f.document.is_none()).map(|(v, _)| v.clone()).collect();
+        failed.sort();
+        Health { converted: fetched.len() - failed.len(), failed }
+    }
+
     pub(crate) fn new(client: kube::Client) -> Arc<Self> {
         Arc::new(Self { client, fetched: RwLock::new(HashMap::new()), v2_etag: std::sync::Mutex::default() })
     }
@@ -190,4 +207,35 @@ fn convert(source: &str, body: &[u8]) -> Result<Document, String> {
     let document: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("{source}: not JSON: {e}"))?;
     Document::convert(source.to_owned(), &document).map_err(|e| format!("{source}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::mirror::unused_client;
+    use super::*;
+
+    #[tokio::test]
+    async fn a_document_that_failed_leaves_its_group_version_without_a_schema_and_is_reported() {
+        let openapi = OpenApi::new(unused_client());
+        let widgets = serde_json::json!({"openapi": "3.0.0", "components": {"schemas": {"com.example.v1.Widget": {
+            "type": "object", "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Widget"}]}}}});
+        openapi.store(
+            "example.com/v1",
+            "/openapi/v3/apis/example.com/v1?hash=A".into(),
+            convert("/openapi/v3/apis/example.com/v1", widgets.to_string().as_bytes()),
+        );
+        openapi.store(
+            "broken.example.com/v1",
+            "/openapi/v3/apis/broken.example.com/v1?hash=B".into(),
+            convert("x", b"{"),
+        );
+        assert!(openapi
+            .document("example.com/v1")
+            .is_some_and(|d| d.schema.type_of("example.com/v1", "Widget").is_some()));
+        assert!(openapi.document("broken.example.com/v1").is_none());
+        assert_eq!(openapi.health(), Health { converted: 1, failed: vec!["broken.example.com/v1".into()] });
+        // The same URL is not fetched again before the retry delay; another is.
+        assert!(openapi.is_current("broken.example.com/v1", "/openapi/v3/apis/broken.example.com/v1?hash=B"));
+        assert!(!openapi.is_current("broken.example.com/v1", "/openapi/v3/apis/broken.example.com/v1?hash=C"));
+    }
 }

@@ -624,5 +624,17 @@ async fn apply_configurations_to_custom_resources_merge_with_the_schema_the_clus
     })
     .await;
     assert!(refused, "an apply configuration to an atomic list is refused");
+
+    // Reported: the group-versions read beyond the built-in ones (example.com/v1 among this
+    // server's, from its /openapi/v2, with the 1.20-only ones), none failed.
+    let (_, verbose) = gateway.admin_get("/readyz?verbose").await;
+    assert!(verbose.contains("[+]openapi ok ("), "{verbose}");
+    let metrics = gateway.admin_get("/metrics").await.1;
+    let converted = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("admission_gateway_openapi_group_versions{result=\"converted\"} "))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(converted.is_some_and(|n| n >= 1), "{metrics}");
+    assert!(metrics.contains("admission_gateway_openapi_group_versions{result=\"failed\"} 0"), "{metrics}");
     gateway.shutdown().await;
 }
